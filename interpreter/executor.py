@@ -1,0 +1,116 @@
+"""The executor protocol and the reference ``InterpreterExecutor`` (spec/executor.md).
+
+An executor runs a finalized, lowered graph: ``execute(graph, inputs) -> outputs``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .errors import ExecutorInputError, UnsupportedGraphError
+from .graph.core import Graph
+from .graph.lowering import lower
+from .registry import REGISTRY
+from .types import BufferType
+
+__all__ = ["Executor", "InterpreterExecutor", "UnsupportedGraphError", "validate_inputs"]
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Anything with ``execute(graph, inputs) -> outputs`` (EXEC-1).
+
+    ``inputs`` correspond to ``graph.inputs`` in order; ``BufferType`` inputs are mutated in
+    place exactly once; the result has one fresh buffer per declared output (EXEC-4..6).
+    ``UnsupportedGraphError`` may only be raised before any side effect (EXEC-3).
+    """
+
+    def execute(self, graph: Graph, inputs: Sequence[Any]) -> Sequence[Any]: ...
+
+
+def validate_inputs(who: str, graph: Graph, inputs: Sequence[Any]) -> None:
+    """Check count, kind, dtype, shape and writability of ``inputs`` (EXEC-7)."""
+    if len(inputs) != len(graph.inputs):
+        raise ExecutorInputError(f"{who}: graph {graph.name!r} expected {len(graph.inputs)} "
+                                 f"inputs, got {len(inputs)} [EXEC-7]")
+    for i, (a, v) in enumerate(zip(inputs, graph.inputs, strict=True)):
+        t = v.type
+        if not isinstance(a, np.ndarray):
+            raise ExecutorInputError(f"{who}: input {i} must be a numpy.ndarray for {t}, got "
+                                     f"{type(a).__name__} [EXEC-7]")
+        if a.dtype != t.dtype.to_numpy() or a.shape != t.shape:
+            raise ExecutorInputError(f"{who}: input {i} is an array of dtype {a.dtype} and "
+                                     f"shape {list(a.shape)}; expected {t} [EXEC-7]")
+        if isinstance(t, BufferType) and not a.flags.writeable:
+            raise ExecutorInputError(f"{who}: input {i} is declared {t} but the array is "
+                                     "read-only [EXEC-7]")
+
+
+def _env_max_ops() -> int:
+    raw = os.environ.get("MAX_INTERPRETER_MAX_OPS", "")
+    return int(raw.strip()) if raw.strip().isdigit() else 1024
+
+
+class InterpreterExecutor:
+    """The reference executor: lowers, checks, then interprets op by op with numpy.
+
+    ``max_ops``: refuse graphs with more dispatchable ops (None: no limit). ``debug`` (or env
+    ``EAGER_INTERPRETER_DEBUG=1``): check every op's result type and report the first op that
+    turns finite inputs into NaN/Inf (DEBUG-1..3).
+    """
+
+    #: op names refused as "requiring compilation" (a test hook, as MAX's).
+    compilation_required: frozenset[str] = frozenset()
+
+    def __init__(self, max_ops: int | None = None, debug: bool | None = None) -> None:
+        self.max_ops = max_ops
+        self.debug = (os.environ.get("EAGER_INTERPRETER_DEBUG", "") == "1"
+                      if debug is None else debug)
+
+    def __repr__(self) -> str:
+        return f"InterpreterExecutor(max_ops={self.max_ops!r}, debug={self.debug!r})"
+
+    def refusal(self, graph: Graph) -> str | None:
+        """Why this executor refuses ``graph`` (EXEC-2), or None if it accepts it."""
+        lower(graph)
+        if graph.outputs is None:
+            return "graph has no outputs (call graph.output(...))"
+        for v in graph.inputs:
+            if not v.type.device.is_cpu():
+                return f"input on {v.type.device} (the interpreter serves CPU devices only)"
+        for node in graph.nodes:
+            if REGISTRY.get(node.op.name) is not node.op:
+                return f"unregistered op {node.op.name!r}"
+            if node.op.name in self.compilation_required:
+                return f"op {node.op.name!r} requires compilation"
+            for r in node.results:
+                if not r.type.device.is_cpu():
+                    return f"{node.op.name} produces a value on {r.type.device}"
+        if self.max_ops is not None and len(graph.nodes) > self.max_ops:
+            return f"{len(graph.nodes)} ops is over the op-count threshold {self.max_ops!r}"
+        return None
+
+    def can_execute(self, graph: Graph) -> bool:
+        return self.refusal(graph) is None
+
+    def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
+        why = self.refusal(graph)
+        if why is not None:
+            raise UnsupportedGraphError(
+                f"InterpreterExecutor: graph {graph.name!r} contains ops that require "
+                f"compilation ({why}; threshold {self.max_ops!r})")
+        validate_inputs("InterpreterExecutor", graph, inputs)
+        if self.debug:
+            from .debug import evaluate_debug
+
+            return evaluate_debug(graph, inputs)
+        from .evaluate import evaluate
+
+        return evaluate(graph, inputs)
+
+
+_ = _env_max_ops

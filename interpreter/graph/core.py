@@ -1,0 +1,284 @@
+"""Graph IR: values, nodes and the ``Graph`` container (spec/graph.md).
+
+A graph is a list of input values, an ordered list of nodes (staging order is execution
+order, GRAPH-5) and the output values. Values are SSA: each is produced once, by a graph
+input or by a node result.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar, Token
+from typing import TYPE_CHECKING, Any
+
+from ..errors import GraphBuildError
+from ..registry import OpDef
+from ..types import BufferType, DeviceRef, TensorType, ValueType
+
+if TYPE_CHECKING:
+    from ..dtype import DType
+
+__all__ = ["BufferValue", "Graph", "Node", "TensorValue", "Value"]
+
+_CURRENT: ContextVar[Graph | None] = ContextVar("current_graph", default=None)
+_INTERNAL = "interpreter"
+
+
+def _user_location() -> tuple[str, int] | None:
+    """file:line of the first stack frame outside this package (recorded per staged op)."""
+    f = sys._getframe(2)
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        if not (mod == _INTERNAL or mod.startswith("interpreter.")):
+            return (f.f_code.co_filename, f.f_lineno)
+        f = f.f_back  # type: ignore[assignment]
+    return None
+
+
+class Value:
+    """An SSA value of a graph. Compared and hashed by identity."""
+
+    __slots__ = ("__weakref__", "graph", "type")
+
+    def __init__(self, graph: Graph, type: ValueType) -> None:
+        self.graph = graph
+        self.type = type
+
+    @property
+    def dtype(self) -> DType:
+        return self.type.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.type.shape
+
+    @property
+    def device(self) -> DeviceRef:
+        return self.type.device
+
+    @property
+    def rank(self) -> int:
+        return len(self.type.shape)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.type})"
+
+    @staticmethod
+    def of(graph: Graph, type: ValueType) -> Value:
+        return BufferValue(graph, type) if isinstance(type, BufferType) else TensorValue(graph, type)
+
+
+class TensorValue(Value):
+    """A value-semantic tensor. Python operators stage ops (``x + 1`` is ``ops.add``)."""
+
+    __slots__ = ()
+    type: TensorType
+
+    def _op(self, name: str, *args: Any) -> TensorValue:
+        from . import ops
+
+        result: TensorValue = getattr(ops, name)(*args)
+        return result
+
+    def __add__(self, o: Any) -> TensorValue: return self._op("add", self, o)
+    def __radd__(self, o: Any) -> TensorValue: return self._op("add", o, self)
+    def __sub__(self, o: Any) -> TensorValue: return self._op("sub", self, o)
+    def __rsub__(self, o: Any) -> TensorValue: return self._op("sub", o, self)
+    def __mul__(self, o: Any) -> TensorValue: return self._op("mul", self, o)
+    def __rmul__(self, o: Any) -> TensorValue: return self._op("mul", o, self)
+    def __truediv__(self, o: Any) -> TensorValue: return self._op("div", self, o)
+    def __rtruediv__(self, o: Any) -> TensorValue: return self._op("div", o, self)
+    def __floordiv__(self, o: Any) -> TensorValue: return self._op("floor_div", self, o)
+    def __rfloordiv__(self, o: Any) -> TensorValue: return self._op("floor_div", o, self)
+    def __mod__(self, o: Any) -> TensorValue: return self._op("mod", self, o)
+    def __rmod__(self, o: Any) -> TensorValue: return self._op("mod", o, self)
+    def __pow__(self, o: Any) -> TensorValue: return self._op("pow", self, o)
+    def __rpow__(self, o: Any) -> TensorValue: return self._op("pow", o, self)
+    def __matmul__(self, o: Any) -> TensorValue: return self._op("matmul", self, o)
+    def __rmatmul__(self, o: Any) -> TensorValue: return self._op("matmul", o, self)
+    def __neg__(self) -> TensorValue: return self._op("negate", self)
+    def __abs__(self) -> TensorValue: return self._op("abs", self)
+    def __invert__(self) -> TensorValue: return self._op("logical_not", self)
+    def __and__(self, o: Any) -> TensorValue: return self._op("logical_and", self, o)
+    def __or__(self, o: Any) -> TensorValue: return self._op("logical_or", self, o)
+    def __xor__(self, o: Any) -> TensorValue: return self._op("logical_xor", self, o)
+    def __eq__(self, o: Any) -> TensorValue: return self._op("equal", self, o)  # type: ignore[override]
+    def __ne__(self, o: Any) -> TensorValue: return self._op("not_equal", self, o)  # type: ignore[override]
+    def __gt__(self, o: Any) -> TensorValue: return self._op("greater", self, o)
+    def __ge__(self, o: Any) -> TensorValue: return self._op("greater_equal", self, o)
+    def __lt__(self, o: Any) -> TensorValue: return self._op("less", self, o)
+    def __le__(self, o: Any) -> TensorValue: return self._op("less_equal", self, o)
+    def __getitem__(self, index: Any) -> TensorValue: return self._op("getitem", self, index)
+
+    __hash__ = Value.__hash__
+
+    @property
+    def T(self) -> TensorValue:  # noqa: N802
+        return self._op("transpose", self, -1, -2)
+
+    def reshape(self, shape: Sequence[int]) -> TensorValue:
+        return self._op("reshape", self, shape)
+
+    def cast(self, dtype: DType) -> TensorValue:
+        return self._op("cast", self, dtype)
+
+
+class BufferValue(Value):
+    """A mutable buffer value (a ``BufferType`` graph input or a ``buffer_create`` result)."""
+
+    __slots__ = ()
+    type: BufferType
+
+    def __getitem__(self, index: Any) -> TensorValue:
+        from . import ops
+
+        loaded: TensorValue = ops.buffer_load(self)
+        return loaded if index is Ellipsis else loaded[index]
+
+
+class Node:
+    """One staged op: registry entry, operand values, attributes and result values."""
+
+    __slots__ = ("attrs", "location", "op", "operands", "results")
+
+    def __init__(self, op: OpDef, operands: tuple[Value, ...], attrs: dict[str, Any],
+                 results: tuple[Value, ...], location: tuple[str, int] | None = None) -> None:
+        self.op = op
+        self.operands = operands
+        self.attrs = attrs
+        self.results = results
+        self.location = location
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    def location_str(self) -> str:
+        return f"{self.location[0]}:{self.location[1]}" if self.location else "<unknown>"
+
+    def __repr__(self) -> str:
+        return f"Node({self.op.name}, attrs={self.attrs})"
+
+
+class _GraphMeta(type):
+    @property
+    def current(cls) -> Graph:
+        """The graph being built by the innermost ``with Graph(...)`` (MAX: ``Graph.current``)."""
+        g = _CURRENT.get()
+        if g is None:
+            raise GraphBuildError("no current graph: stage ops inside `with Graph(...):` or "
+                                  "pass graph values as operands")
+        return g
+
+
+class Graph(metaclass=_GraphMeta):
+    """A computation graph: ``with Graph("g", input_types=[...]) as g: ...; g.output(...)``."""
+
+    def __init__(self, name: str, input_types: Sequence[ValueType] = ()) -> None:
+        self.name = name
+        self.inputs: list[Value] = []
+        self.nodes: list[Node] = []
+        self.outputs: list[Value] | None = None
+        self.needs_lowering = False
+        self._tokens: list[Token[Graph | None]] = []
+        for t in input_types:
+            self.add_input(t)
+
+    # -- building --------------------------------------------------------------------
+    def __enter__(self) -> Graph:
+        self._tokens.append(_CURRENT.set(self))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _CURRENT.reset(self._tokens.pop())
+
+    def add_input(self, type: ValueType) -> Value:
+        """Append a graph input of ``type`` and return its value."""
+        if not isinstance(type, TensorType | BufferType):
+            raise GraphBuildError(f"graph input type must be TensorType or BufferType, "
+                                  f"got {type!r}")
+        v = Value.of(self, type)
+        self.inputs.append(v)
+        return v
+
+    def stage(self, op: OpDef, operands: Sequence[Value], attrs: Mapping[str, Any]
+              ) -> tuple[Value, ...]:
+        """Type-check ``op`` on ``operands`` and append it; returns the result values.
+
+        Operands may still need implicit promotion/broadcasting (the high level); the
+        lowering pass makes that explicit (GRAPH-7).
+        """
+        from .lowering import normalized_types
+
+        for v in operands:
+            if v.graph is not self:
+                raise GraphBuildError(f"{op.name}: operand {v!r} belongs to graph "
+                                      f"{v.graph.name!r}, not {self.name!r}")
+        types = [v.type for v in operands]
+        norm = normalized_types(op, types)
+        attrs = dict(attrs)
+        if op.variadic and not types:
+            op.fail(types, "GRAPH-4", "expects at least one operand")
+        if not op.variadic and len(types) != len(op.operands):
+            op.fail(types, "GRAPH-4", f"expects {len(op.operands)} operands "
+                    f"({', '.join(op.operands)}), got {len(types)}")
+        if types:
+            op.check_dtype(types, norm[0])
+        result_types = op.infer(op, norm, attrs)
+        if norm is not types:
+            self.needs_lowering = True
+        results = tuple(Value.of(self, t) for t in result_types)
+        self.nodes.append(Node(op, tuple(operands), attrs, results, _user_location()))
+        return results
+
+    def output(self, *values: Value) -> None:
+        """Set the graph outputs (GRAPH-6). May be called once."""
+        if self.outputs is not None:
+            raise GraphBuildError(f"graph {self.name!r} already has outputs")
+        for v in values:
+            if not isinstance(v, Value) or v.graph is not self:
+                raise GraphBuildError(f"graph {self.name!r}: output {v!r} is not a value of "
+                                      "this graph")
+            if isinstance(v, BufferValue):
+                raise GraphBuildError(f"graph {self.name!r}: a buffer cannot be an output; "
+                                      "output buffer_load(buffer) instead [GRAPH-6]")
+        self.outputs = list(values)
+
+    # -- introspection ---------------------------------------------------------------
+    @property
+    def input_types(self) -> list[ValueType]:
+        return [v.type for v in self.inputs]
+
+    @property
+    def output_types(self) -> list[ValueType]:
+        return [v.type for v in self.outputs or ()]
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __repr__(self) -> str:
+        return f"Graph({self.name!r}, {len(self.inputs)} inputs, {len(self.nodes)} nodes)"
+
+    # -- text form, hashing, passes (thin wrappers; logic lives in its own module) ------
+    def to_text(self) -> str:
+        from .text import to_text
+
+        return to_text(self)
+
+    @staticmethod
+    def parse(text: str) -> Graph:
+        from .text import parse
+
+        return parse(text)
+
+    def structural_hash(self) -> str:
+        from .text import structural_hash
+
+        return structural_hash(self)
+
+    def __str__(self) -> str:
+        return self.to_text()

@@ -1,0 +1,77 @@
+"""Lowering: make implicit promotion and broadcasting explicit (GRAPH-7, LOWER-1..3).
+
+High-level nodes may have operands of different dtypes/shapes when their op declares
+``promote`` (operand indices promoted to one dtype, PROMO-1/2) or ``broadcast`` (all
+operands broadcast to one shape, BCAST-1). ``lower`` inserts ``cast`` and ``broadcast_to``
+nodes so every node's operands have exactly the normalized types its primitive rule expects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import GraphShapeError, GraphTypeError
+from ..promotion import broadcast_shapes, promote_dtypes
+from ..registry import OpDef, get_op
+from ..types import TensorType, ValueType
+from .core import Graph, Node, Value
+
+__all__ = ["lower", "normalized_types"]
+
+
+def normalized_types(op: OpDef, types: list[ValueType]) -> list[ValueType]:
+    """Operand types after implicit promotion/broadcasting; ``types`` itself if unchanged."""
+    if not (op.promote or op.broadcast) or not types:
+        return types
+    dtypes = [t.dtype for t in types]
+    shapes = [t.shape for t in types]
+    if op.promote:
+        promoted = promote_dtypes([dtypes[i] for i in op.promote])
+        if promoted is None:
+            op.fail(types, "PROMO-2", "operand dtypes cannot be promoted safely "
+                    f"({', '.join(dtypes[i].value for i in op.promote)}); cast one operand "
+                    "explicitly", GraphTypeError)
+        for i in op.promote:
+            dtypes[i] = promoted
+    if op.broadcast:
+        shape = broadcast_shapes(shapes)
+        if shape is None:
+            op.fail(types, "BCAST-1", "operand shapes "
+                    f"{', '.join(str(list(s)) for s in shapes)} are not broadcastable",
+                    GraphShapeError)
+        shapes = [shape] * len(types)
+    if dtypes == [t.dtype for t in types] and shapes == [t.shape for t in types]:
+        return types
+    return [TensorType(d, s, t.device) if isinstance(t, TensorType) else t
+            for d, s, t in zip(dtypes, shapes, types, strict=True)]
+
+
+def lower(graph: Graph) -> Graph:
+    """Rewrite ``graph`` in place into primitive form and return it (idempotent)."""
+    if not graph.needs_lowering:
+        return graph
+    cast, bcast = get_op("cast"), get_op("broadcast_to")
+    nodes: list[Node] = []
+
+    def emit(op: OpDef, operand: Value, attrs: dict[str, object], loc: Node) -> Value:
+        (result_type,) = op.infer(op, [operand.type], attrs)
+        result = Value.of(graph, result_type)
+        nodes.append(Node(op, (operand,), attrs, (result,), loc.location))
+        return result
+
+    for node in graph.nodes:
+        types = [v.type for v in node.operands]
+        norm: Sequence[ValueType] = normalized_types(node.op, types)
+        if norm is not types:
+            operands = list(node.operands)
+            for i, (v, want) in enumerate(zip(node.operands, norm, strict=True)):
+                if v.type.dtype != want.dtype:
+                    v = emit(cast, v, {"dtype": want.dtype}, node)
+                if v.type.shape != want.shape:
+                    v = emit(bcast, v, {"shape": want.shape}, node)
+                operands[i] = v
+            node.operands = tuple(operands)
+        nodes.append(node)
+    graph.nodes = nodes
+    graph.needs_lowering = False
+    return graph

@@ -1,0 +1,103 @@
+"""Shared staging helpers for the graph-building functions in ``interpreter.graph.ops``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...dtype import DType
+from ...errors import GraphTypeError
+from ...promotion import promote_dtypes
+from ...registry import get_op
+from ...types import DeviceRef
+from ..core import Graph, TensorValue, Value
+
+Operand = Value | bool | int | float
+
+#: Default dtypes of Python scalars with no tensor to take a dtype from (PROMO-4).
+DEFAULT_FLOAT = DType.float32
+DEFAULT_INT = DType.int64
+
+
+def is_scalar(x: object) -> bool:
+    return isinstance(x, bool | int | float | np.generic) and not isinstance(x, Value)
+
+
+def default_dtype(value: object) -> DType:
+    if isinstance(value, bool | np.bool_):
+        return DType.bool
+    if isinstance(value, int | np.integer):
+        return DEFAULT_INT
+    return DEFAULT_FLOAT
+
+
+def weak_dtype(op: str, value: Any, like: DType | None) -> DType:
+    """The dtype a Python scalar takes next to a tensor of dtype ``like`` (PROMO-4)."""
+    if like is None:
+        return default_dtype(value)
+    if isinstance(value, bool | np.bool_):
+        return like
+    if like is DType.bool or (like.is_integral() and not isinstance(value, int | np.integer)):
+        raise GraphTypeError(f"{op}: Python scalar {value!r} cannot take the dtype "
+                             f"{like.value} of the tensor operand; cast the tensor first "
+                             "[PROMO-4]")
+    if like.is_integral():
+        info = np.iinfo(like.to_numpy())
+        if not info.min <= int(value) <= info.max:
+            raise GraphTypeError(f"{op}: Python scalar {value!r} is out of range for "
+                                 f"{like.value} [PROMO-4]")
+    return like
+
+
+def constant(graph: Graph, value: Any, dtype: DType, device: DeviceRef) -> TensorValue:
+    arr = np.array(value, dtype=dtype.to_numpy())
+    arr.flags.writeable = False
+    (v,) = graph.stage(get_op("constant"), (), {"value": arr, "device": device})
+    return v  # type: ignore[return-value]
+
+
+def graph_of(operands: Sequence[object]) -> Graph:
+    for a in operands:
+        if isinstance(a, Value):
+            return a.graph
+    return Graph.current
+
+
+def stage(name: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None
+          ) -> tuple[Value, ...]:
+    """Stage op ``name``; Python scalars among ``operands`` become weak constants."""
+    op = get_op(name)
+    graph = graph_of(operands)
+    if any(is_scalar(a) for a in operands):
+        group = op.promote or tuple(range(len(operands)))
+        tensors = [operands[i] for i in group if isinstance(operands[i], Value)]
+        like = promote_dtypes([t.dtype for t in tensors]) if tensors else None
+        if tensors and like is None:
+            like = tensors[0].dtype  # staging will report PROMO-2 with the operand types
+        device = next((a.device for a in operands if isinstance(a, Value)), DeviceRef.CPU())
+        converted = []
+        for a in operands:
+            if is_scalar(a):
+                if not isinstance(a, bool | int | float):
+                    a = a.item()
+                wd = default_dtype(a) if like is None else weak_dtype(name, a, like)
+                a = constant(graph, a, wd, device)
+            elif not isinstance(a, Value):
+                raise GraphTypeError(f"{name}: operand {a!r} is not a graph value or a "
+                                     "Python scalar")
+            converted.append(a)
+        operands = converted
+    else:
+        for a in operands:
+            if not isinstance(a, Value):
+                raise GraphTypeError(f"{name}: operand {a!r} is not a graph value or a "
+                                     "Python scalar")
+    return graph.stage(op, operands, attrs or {})
+
+
+def stage1(name: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None
+           ) -> TensorValue:
+    (v,) = stage(name, operands, attrs)
+    return v  # type: ignore[return-value]

@@ -1,0 +1,119 @@
+"""Buffer ops: load (a copy), store, slice store, create (spec/ops/, MUT-1..4)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..dtype import DType
+from ..errors import GraphShapeError, GraphTypeError
+from ..types import BufferType, DeviceRef, TensorType, ValueType
+from .core import EXACT, Attrs, OpDef, register
+from .dtypesets import ALL
+
+
+def _load_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
+    return (op.check_buffer(types, 0).as_tensor(),)
+
+
+def _load(buf: np.ndarray) -> np.ndarray:
+    return buf.copy()  # copy-on-load (MUT-1)
+
+
+register(OpDef("buffer_load", "Read a buffer's current contents as a tensor (a copy).",
+               "buffer", ("buffer",), (), _load_infer, _load, ALL, EXACT))
+
+
+def _check_source(op: OpDef, types: Sequence[ValueType], want: tuple[int, ...]) -> None:
+    buf = op.check_buffer(types, 0)
+    src = op.check_tensor(types, 1)
+    if src.dtype != buf.dtype:
+        op.fail(types, f"{op.name}.C1", "source dtype must equal the buffer dtype",
+                GraphTypeError)
+    if src.shape != want:
+        op.fail(types, f"{op.name}.C2", f"source shape {list(src.shape)} must be "
+                f"{list(want)}", GraphShapeError)
+    if src.device != buf.device:
+        op.fail(types, "DEV-1", "source and buffer must be on the same device")
+
+
+def _store_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
+    _check_source(op, types, op.check_buffer(types, 0).shape)
+    return ()
+
+
+def _store(buf: np.ndarray, src: np.ndarray) -> None:
+    np.copyto(buf, src)
+
+
+register(OpDef("buffer_store", "Overwrite a whole buffer with a tensor (a side effect).",
+               "buffer", ("buffer", "source"), (), _store_infer, _store, ALL, EXACT,
+               side_effect=True))
+
+Slices = tuple[tuple[Any, Any, int], ...]
+
+
+def normalized_slices(shape: tuple[int, ...], slices: Slices) -> tuple[slice, ...]:
+    return tuple(slice(a, b, c) for a, b, c in slices)
+
+
+def sliced_shape(shape: tuple[int, ...], slices: Slices) -> tuple[int, ...]:
+    return tuple(len(range(*slice(a, b, c).indices(d))) for (a, b, c), d in zip(slices, shape))
+
+
+def check_slices(op: OpDef, types: Sequence[ValueType], shape: tuple[int, ...], slices: Any
+                 ) -> Slices:
+    """``slices`` is one (start, stop, step) triple per axis; start/stop may be None (SLICE-1)."""
+    if not isinstance(slices, tuple) or len(slices) != len(shape):
+        op.fail(types, "SLICE-1", f"attribute slices must be a tuple of {len(shape)} "
+                f"(start, stop, step) triples, got {slices!r}")
+    for s in slices:
+        ok = isinstance(s, tuple) and len(s) == 3 and all(
+            v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in s[:2]) \
+            and isinstance(s[2], int) and not isinstance(s[2], bool) and s[2] != 0
+        if not ok:
+            op.fail(types, "SLICE-1", f"bad slice triple {s!r}; expected (int|None, "
+                    "int|None, nonzero int)")
+    return slices
+
+
+def _store_slice_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                       ) -> tuple[ValueType, ...]:
+    buf = op.check_buffer(types, 0)
+    slices = check_slices(op, types, buf.shape, attrs.get("slices"))
+    _check_source(op, types, sliced_shape(buf.shape, slices))
+    return ()
+
+
+def _store_slice(buf: np.ndarray, src: np.ndarray, *, slices: Slices) -> None:
+    buf[normalized_slices(buf.shape, slices)] = src
+
+
+register(OpDef("buffer_store_slice",
+               "Overwrite a strided slice of a buffer with a tensor (a side effect).",
+               "buffer", ("buffer", "source"), ("slices",), _store_slice_infer, _store_slice,
+               ALL, EXACT, side_effect=True))
+
+
+def _create_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                  ) -> tuple[ValueType, ...]:
+    dtype, shape, device = attrs.get("dtype"), attrs.get("shape"), attrs.get("device")
+    if not isinstance(dtype, DType) or not isinstance(device, DeviceRef):
+        op.fail(types, "buffer_create.C1", "attributes dtype and device must be a DType and "
+                "a DeviceRef")
+    if not isinstance(shape, tuple) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        op.fail(types, "buffer_create.C1", f"attribute shape must be a tuple of ints >= 0, "
+                f"got {shape!r}")
+    return (BufferType(dtype, shape, device),)
+
+
+def _create(*, dtype: DType, shape: tuple[int, ...], device: DeviceRef) -> np.ndarray:
+    return np.zeros(shape, dtype.to_numpy())
+
+
+register(OpDef("buffer_create", "A fresh zero-filled scratch buffer.", "buffer", (),
+               ("dtype", "shape", "device"), _create_infer, _create, ALL, EXACT))
+
+_ = TensorType

@@ -1,0 +1,3 @@
+"""devices ops (spec/ops/)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""linalg ops (spec/ops/)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""reduction ops (spec/ops/)."""
+
+from __future__ import annotations
