@@ -6,9 +6,9 @@ the conformance strategies all read these entries; nothing about an op is writte
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn, Protocol, TypeVar
 
 import numpy as np
 
@@ -18,6 +18,8 @@ from ..types import BufferType, TensorType, ValueType
 
 __all__ = [
     "EXACT",
+    "ArgSource",
+    "OpCall",
     "REDUCTION",
     "REGISTRY",
     "OpDef",
@@ -31,6 +33,39 @@ Attrs = Mapping[str, Any]
 InferFn = Callable[["OpDef", Sequence[ValueType], Attrs], tuple[ValueType, ...]]
 KernelFn = Callable[..., Any]
 UnspecifiedFn = Callable[..., np.ndarray]
+T = TypeVar("T")
+
+
+class ArgSource(Protocol):
+    """Where an op's ``sample`` function draws from (hypothesis in the conformance suite,
+    a seeded numpy RNG in unit tests: ``interpreter.sampling.RandomArgSource``).
+
+    ``values`` kinds: ``"any"`` (special values included: NaN, +-inf, +-0, subnormals, extremes,
+    integer min/max), ``"finite"``, ``"positive"`` (finite, > 0), ``"small"`` (finite, |x| <= 4,
+    for ops that overflow easily), ``"index:N"`` (ints in [-N, N)), ``"uindex:N"`` (ints in
+    [0, N)), ``"nonzero"`` (no zeros: divisors).
+    """
+
+    def dtype(self, allowed: Iterable[DType]) -> DType: ...
+    def shape(self, min_rank: int = 0, max_rank: int = 4, min_side: int = 0,
+              max_side: int = 5) -> tuple[int, ...]: ...
+    def integer(self, lo: int, hi: int) -> int: ...  # inclusive bounds
+    def choice(self, options: Sequence[T]) -> T: ...
+    def boolean(self) -> bool: ...
+    def values(self, dtype: DType, shape: tuple[int, ...], kind: str = "any") -> np.ndarray: ...
+
+
+@dataclass
+class OpCall:
+    """One sampled, type-correct use of an op: the operand arrays (graph inputs; indices in
+    ``buffers`` are passed as ``BufferType`` inputs) and the attributes."""
+
+    operands: list[np.ndarray]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    buffers: frozenset[int] = frozenset()
+
+
+SampleFn = Callable[[ArgSource], OpCall]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +102,9 @@ class OpDef:
     ``GraphTypeError``/``GraphShapeError`` through :meth:`fail`. ``kernel`` is the numpy
     reference: ``kernel(*operand_arrays, **attrs)`` returns one array, a tuple of arrays (one
     per result) or None (no results). ``dtypes`` is the set accepted for operand 0 (for ops
-    without operands: for the ``dtype`` attribute).
+    without operands: for the ``dtype`` attribute). ``sample`` draws a random valid call of
+    the op (operands and attributes), so strategies, coverage and fuzzing need no per-op code
+    outside the registry.
     """
 
     name: str
@@ -85,7 +122,7 @@ class OpDef:
     deterministic: bool = True
     variadic: bool = False
     unspecified: UnspecifiedFn | None = None
-    spec_ids: tuple[str, ...] = field(default=())
+    sample: SampleFn | None = None
 
     def fail(self, types: Sequence[ValueType], rule: str, detail: str,
              exc: type[Exception] = GraphShapeError) -> NoReturn:

@@ -52,3 +52,10 @@ def buffer_create(dtype: DType, shape: tuple[int, ...], device: DeviceRef | None
     (v,) = stage("buffer_create", (), {"dtype": dtype, "shape": tuple(shape),
                                        "device": device or DeviceRef.CPU()})
     return v  # type: ignore[return-value]
+
+__all__ = [
+    "buffer_create",
+    "buffer_load",
+    "buffer_store",
+    "buffer_store_slice",
+]

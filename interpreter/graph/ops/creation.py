@@ -51,3 +51,9 @@ def range(start: float, stop: float | None = None, step: float = 1, dtype: DType
 
 
 arange = range
+
+__all__ = [
+    "arange",
+    "constant",
+    "range",
+]

@@ -49,3 +49,10 @@ def getitem(x: TensorValue, index: Any) -> TensorValue:
 
         return gather_index(x, index)
     return slice_tensor(x, index)
+
+__all__ = [
+    "broadcast_to",
+    "getitem",
+    "reshape",
+    "slice_tensor",
+]

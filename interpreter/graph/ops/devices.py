@@ -1,0 +1,5 @@
+"""devices graph-building functions."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

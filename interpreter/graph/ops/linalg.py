@@ -1,0 +1,5 @@
+"""linalg graph-building functions."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
