@@ -1,0 +1,1 @@
+"""pytest plugin of the conformance suite (placeholder; see issue 4)."""
