@@ -1,0 +1,1 @@
+"""Benchmarks are collected only when named explicitly (``pytest benchmarks/``)."""

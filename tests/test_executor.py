@@ -1,0 +1,207 @@
+"""InterpreterExecutor protocol: refusal, validation, freshness, mutation, threads."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from interpreter.dtype import DType
+from interpreter.errors import ExecutorInputError
+from interpreter.executor import Executor, InterpreterExecutor, UnsupportedGraphError
+from interpreter.graph import BufferType, DeviceRef, Graph, TensorType, lower, ops
+from interpreter.registry import EXACT, REGISTRY, OpDef, register
+from interpreter.registry.rules import elementwise
+from interpreter.testing import Buf, assert_same, build, run
+
+F32 = DType.float32
+
+
+def five_op_graph() -> Graph:
+    """constant, broadcast_to (from lowering), add, mul, exp."""
+    return lower(build(lambda x: ops.exp((x + 1.0) * x), np.zeros(3, np.float32)))
+
+
+@pytest.mark.spec("EXEC-1")
+def test_duck_typed_executor_is_an_executor() -> None:
+    class Duck:
+        def execute(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+            return []
+
+    assert isinstance(Duck(), Executor)
+    assert isinstance(InterpreterExecutor(), Executor)
+    assert not isinstance(object(), Executor)
+
+
+@pytest.mark.spec("EXEC-2", "EXEC-3")
+def test_threshold_refuses_before_any_side_effect() -> None:
+    with Graph("g", [TensorType(F32, (3,)), BufferType(F32, (3,))]) as g:
+        x, b = g.inputs
+        ops.buffer_store(b, x * 2.0)
+        y = ops.exp(x) + x
+        g.output(y)
+    n = len(lower(g).nodes)  # the threshold counts lowered (dispatchable) ops
+    assert n >= 5
+    x, buf = np.arange(3, dtype=np.float32), np.full(3, 7, np.float32)
+    before = (x.tobytes(), buf.tobytes())
+    ex = InterpreterExecutor(max_ops=n - 1)
+    assert not ex.can_execute(g)
+    with pytest.raises(UnsupportedGraphError, match=rf"require compilation.*threshold {n - 1}"):
+        ex.execute(g, [x, buf])
+    assert (x.tobytes(), buf.tobytes()) == before
+    assert InterpreterExecutor(max_ops=n).can_execute(g)
+    assert InterpreterExecutor(max_ops=None).can_execute(g)
+    assert not InterpreterExecutor(max_ops=0).can_execute(g)
+
+
+@pytest.mark.spec("EXEC-2")
+def test_max_ops_two_refuses_a_five_op_graph() -> None:
+    g = five_op_graph()
+    assert [n.name for n in g.nodes] == ["constant", "broadcast_to", "add", "mul", "exp"]
+    with pytest.raises(UnsupportedGraphError):
+        InterpreterExecutor(max_ops=2).execute(g, [np.zeros(3, np.float32)])
+
+
+@pytest.mark.spec("EXEC-2")
+def test_refuses_gpu_values_compilation_hook_and_missing_outputs() -> None:
+    with Graph("gpu", [TensorType(F32, (2,), DeviceRef.GPU(0))]) as g:
+        g.output(g.inputs[0] + g.inputs[0])
+    assert "gpu:0" in InterpreterExecutor().refusal(g)  # type: ignore[operator]
+    ex = InterpreterExecutor()
+    ex.compilation_required = frozenset({"mul"})
+    assert not ex.can_execute(five_op_graph())
+    with Graph("noout", [TensorType(F32, (2,))]) as g2:
+        ops.exp(g2.inputs[0])
+    with pytest.raises(UnsupportedGraphError, match="no outputs"):
+        InterpreterExecutor().execute(g2, [np.zeros(2, np.float32)])
+
+
+@pytest.mark.spec("EXEC-7")
+def test_input_validation_messages() -> None:
+    g = build(lambda a, b, c: a + b + c, *[np.zeros(2, np.float32)] * 3)
+    ex = InterpreterExecutor()
+    with pytest.raises(ExecutorInputError, match=r"expected 3 inputs, got 1"):
+        ex.execute(g, [np.zeros(2, np.float32)])
+    good = [np.zeros(2, np.float32)] * 2
+    with pytest.raises(ExecutorInputError, match=r"input 2 .*float64.*expected tensor<f32\[2\]"):
+        ex.execute(g, [*good, np.zeros(2, np.float64)])
+    with pytest.raises(ExecutorInputError, match=r"input 2 .*shape \[3\]"):
+        ex.execute(g, [*good, np.zeros(3, np.float32)])
+    with pytest.raises(ExecutorInputError, match=r"numpy.ndarray"):
+        ex.execute(g, [*good, [0.0, 0.0]])
+    gb = build(lambda b: ops.buffer_store(b, b[...]), Buf(np.zeros(2, np.float32)))
+    ro = np.zeros(2, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ExecutorInputError, match="read-only"):
+        ex.execute(gb, [ro])
+
+
+def _shares(a: np.ndarray, others: list[np.ndarray]) -> bool:
+    return any(np.shares_memory(a, o) for o in others)
+
+
+@pytest.mark.spec("EXEC-4", "EXEC-5")
+@pytest.mark.parametrize("case", ["identity", "reshape", "twice", "constant", "slice", "bcast"])
+def test_outputs_are_fresh(case: str) -> None:
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    fns = {
+        "identity": lambda x: x,
+        "reshape": lambda x: ops.reshape(x, (3, 2)),
+        "twice": lambda x: (x + 1.0, x + 1.0),
+        "constant": lambda x: (ops.constant(np.ones(2, np.float32)), x),
+        "slice": lambda x: (x[0], x[:, ::-1]),
+        "bcast": lambda x: ops.broadcast_to(x[0], (4, 3)),
+    }
+    g = build(fns[case], x)
+    outs = InterpreterExecutor().execute(g, [x])
+    assert len(outs) == len(g.outputs or ())
+    for i, (o, v) in enumerate(zip(outs, g.outputs or (), strict=True)):
+        assert o.dtype == v.type.dtype.to_numpy() and o.shape == v.type.shape
+        assert not _shares(o, [x]) and not _shares(o, outs[:i] + outs[i + 1:])
+        assert o.flags.writeable
+    outs[0][...] = 99  # writing an output never changes the graph's constants or inputs
+    assert_same(x, np.arange(6, dtype=np.float32).reshape(2, 3))
+    if case == "constant":
+        assert_same(InterpreterExecutor().execute(g, [x])[0], np.ones(2, np.float32))
+
+
+@pytest.mark.spec("EXEC-6")
+def test_read_only_inputs_are_never_written_and_buffers_mutated_once() -> None:
+    x = np.arange(3, dtype=np.int64)
+    x.flags.writeable = False  # any write would raise
+    buf = np.array([10, 20, 30], np.int64)
+    out = run(lambda x, b: (ops.buffer_store(b, ops.buffer_load(b) + x), x * 2)[1], x, Buf(buf))
+    assert_same(out, np.array([0, 2, 4], np.int64))
+    assert_same(buf, np.array([10, 21, 32], np.int64))  # once: not replayed, not skipped
+
+
+@pytest.mark.spec("MUT-1")
+def test_load_is_a_copy() -> None:
+    buf = np.array([1.0, 2.0], np.float32)
+    old = run(lambda b: (lambda v: (ops.buffer_store(b, v * 0.0), v)[1])(ops.buffer_load(b)),
+              Buf(buf))
+    assert_same(old, np.array([1.0, 2.0], np.float32))
+    assert_same(buf, np.array([0.0, 0.0], np.float32))
+
+
+@pytest.fixture
+def raising_op() -> Iterator[OpDef]:
+    def kernel(x: np.ndarray) -> np.ndarray:
+        raise ZeroDivisionError("kernel exploded")
+
+    op = register(OpDef("test_raising", "raises", "test", ("x",), (), elementwise, kernel,
+                        frozenset(DType), EXACT))
+    yield op
+    del REGISTRY["test_raising"]
+
+
+@pytest.mark.spec("EXEC-9")
+def test_runtime_errors_propagate_unchanged(raising_op: OpDef) -> None:
+    from interpreter.graph.ops._staging import stage1
+
+    g = build(lambda x: stage1("test_raising", (x,)), np.zeros(2, np.float32))
+    with pytest.raises(ZeroDivisionError, match="kernel exploded"):
+        InterpreterExecutor().execute(g, [np.zeros(2, np.float32)])
+
+
+@pytest.mark.spec("EXEC-2")
+def test_unregistered_op_is_refused(raising_op: OpDef) -> None:
+    from interpreter.graph.ops._staging import stage1
+
+    g = build(lambda x: stage1("test_raising", (x,)), np.zeros(2, np.float32))
+    del REGISTRY["test_raising"]
+    try:
+        assert "unregistered op" in (InterpreterExecutor().refusal(g) or "")
+    finally:
+        REGISTRY["test_raising"] = raising_op
+
+
+@pytest.mark.spec("EXEC-8")
+def test_concurrent_execute_on_different_graphs() -> None:
+    ex = InterpreterExecutor()
+    errors: list[BaseException] = []
+
+    def worker(k: int) -> None:
+        try:
+            for i in range(50):
+                x = np.full(4, float(i), np.float32)
+                g = build(lambda x, k=k: x * float(k) + 1.0, x)
+                assert_same(ex.execute(g, [x])[0], np.full(4, i * k + 1.0, np.float32))
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+@pytest.mark.spec("NUM-5")
+def test_no_floating_point_warnings(recwarn: pytest.WarningsRecorder) -> None:
+    x = np.array([0.0, -1.0, np.inf], np.float32)
+    out = run(lambda x: ops.log(x) / x, x)
+    assert np.isnan(out[1]) and len(recwarn) == 0
