@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import builtins
 from enum import Enum
 from typing import Any
 
@@ -56,21 +57,21 @@ class DType(Enum):
     def size_in_bits(self) -> int:
         return 8 * _TO_NUMPY[self].itemsize
 
-    def is_float(self) -> bool:
+    def is_float(self) -> builtins.bool:
         return self in _FLOATS
 
-    def is_float8(self) -> bool:
+    def is_float8(self) -> builtins.bool:
         return self in (DType.float8_e4m3fn, DType.float8_e5m2)
 
-    def is_integral(self) -> bool:
+    def is_integral(self) -> builtins.bool:
         """True for signed and unsigned integers (not bool)."""
         return self in _SIGNED or self in _UNSIGNED
 
-    def is_signed(self) -> bool:
+    def is_signed(self) -> builtins.bool:
         """True for signed integers and floats."""
         return self in _SIGNED or self in _FLOATS
 
-    def is_unsigned(self) -> bool:
+    def is_unsigned(self) -> builtins.bool:
         return self in _UNSIGNED
 
     @property

@@ -17,7 +17,7 @@ import numpy as np
 from .dtype import DType
 from .executor import Executor, InterpreterExecutor
 from .graph.core import Graph, Value
-from .types import BufferType, DeviceRef, TensorType
+from .types import DeviceRef, TensorType
 
 __all__ = ["Buf", "assert_same", "build", "run"]
 

@@ -66,7 +66,9 @@ class Value:
 
     @staticmethod
     def of(graph: Graph, type: ValueType) -> Value:
-        return BufferValue(graph, type) if isinstance(type, BufferType) else TensorValue(graph, type)
+        if isinstance(type, BufferType):
+            return BufferValue(graph, type)
+        return TensorValue(graph, type)
 
 
 class TensorValue(Value):
@@ -113,8 +115,12 @@ class TensorValue(Value):
 
     __hash__ = Value.__hash__
 
+    def __bool__(self) -> bool:
+        raise TypeError("the truth value of a graph value is unknown while staging "
+                        "(`==` on values stages ops.equal; compare with `is` instead)")
+
     @property
-    def T(self) -> TensorValue:  # noqa: N802
+    def T(self) -> TensorValue:
         return self._op("transpose", self, -1, -2)
 
     def reshape(self, shape: Sequence[int]) -> TensorValue:

@@ -1,0 +1,34 @@
+"""ruff and mypy are part of the test suite (DEVELOPERS.md: lint and type clean)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tool(name: str) -> list[str]:
+    exe = Path(sys.executable).with_name(name)
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed; install with pip install -e '.[test]'")
+    return [found]
+
+
+def test_ruff_clean() -> None:
+    proc = subprocess.run([*_tool("ruff"), "check", "--no-cache", "."], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_clean() -> None:
+    proc = subprocess.run([*_tool("mypy"), "--no-incremental", "--cache-dir=/dev/null"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
