@@ -54,7 +54,7 @@ def evaluate_debug(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarra
             for r, o in zip(node.results, outs, strict=True):
                 _check_type(node, pos, r, o)
                 env[r] = o
-            if all(_finite(a) for a in args):
+            if args and all(_finite(a) for a in args):  # a NaN constant is intended
                 written = [a for a, v in zip(args, node.operands, strict=True)
                            if isinstance(v.type, BufferType)] if node.op.side_effect else []
                 for i, o in enumerate([*outs, *written]):

@@ -18,11 +18,11 @@ class DeviceRef:
     id: int = 0
 
     @staticmethod
-    def CPU(id: int = 0) -> DeviceRef:  # noqa: N802 - MAX spelling
+    def CPU(id: int = 0) -> DeviceRef:
         return DeviceRef("cpu", id)
 
     @staticmethod
-    def GPU(id: int = 0) -> DeviceRef:  # noqa: N802 - MAX spelling
+    def GPU(id: int = 0) -> DeviceRef:
         return DeviceRef("gpu", id)
 
     def is_cpu(self) -> bool:

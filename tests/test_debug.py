@@ -63,3 +63,11 @@ def test_result_type_is_checked(wrong_dtype_op: OpDef) -> None:
     InterpreterExecutor().execute(g, [np.zeros(2, np.float32)])  # not checked without debug
     with pytest.raises(NumericalDebugError, match=r"test_wrong_dtype.*float64.*\[DEBUG-1\]"):
         InterpreterExecutor(debug=True).execute(g, [np.zeros(2, np.float32)])
+
+
+@pytest.mark.spec("DEBUG-2")
+def test_a_nan_constant_is_not_blamed() -> None:
+    g = build(lambda x: x + ops.constant(np.array([np.nan, np.inf], np.float32)),
+              np.zeros(2, np.float32))
+    (out,) = InterpreterExecutor(debug=True).execute(g, [np.zeros(2, np.float32)])
+    assert np.isnan(out[0]) and out[1] == np.inf

@@ -90,3 +90,13 @@ def test_rule_ids_are_unique() -> None:
                     dups.append((rid, seen[rid], p.name))
                 seen[rid] = p.name
     assert not dups, f"rule ids defined twice: {dups}"
+
+
+@pytest.mark.spec("SPEC-4")
+def test_generated_indexes_are_up_to_date() -> None:
+    from tests.spec_tools import SPEC, render_op_index, render_rule_index
+
+    for path, text in ((SPEC / "ops" / "README.md", render_op_index()),
+                       (SPEC / "RULES.md", render_rule_index())):
+        assert path.exists() and path.read_text() == text, \
+            f"{path.relative_to(SPEC.parent)} is stale: run `python -m tests.spec_tools`"

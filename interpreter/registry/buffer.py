@@ -1,4 +1,4 @@
-"""Buffer ops: load (a copy), store, slice store, create (spec/ops/, MUT-1..4)."""
+"""Buffer ops: load (a copy), store, slice store, create (spec/mutation.md, MUT-1..5)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 
 from ..dtype import DType
 from ..errors import GraphShapeError, GraphTypeError
-from ..types import BufferType, DeviceRef, TensorType, ValueType
-from .core import EXACT, Attrs, OpDef, register
+from ..types import BufferType, DeviceRef, ValueType
+from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL
 
 
@@ -22,8 +22,13 @@ def _load(buf: np.ndarray) -> np.ndarray:
     return buf.copy()  # copy-on-load (MUT-1)
 
 
+def _sample_load(src: ArgSource) -> OpCall:
+    dtype = src.dtype(ALL)
+    return OpCall([src.values(dtype, src.shape())], buffers=frozenset({0}))
+
+
 register(OpDef("buffer_load", "Read a buffer's current contents as a tensor (a copy).",
-               "buffer", ("buffer",), (), _load_infer, _load, ALL, EXACT))
+               "buffer", ("buffer",), (), _load_infer, _load, ALL, EXACT, sample=_sample_load))
 
 
 def _check_source(op: OpDef, types: Sequence[ValueType], want: tuple[int, ...]) -> None:
@@ -45,12 +50,17 @@ def _store_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[V
 
 
 def _store(buf: np.ndarray, src: np.ndarray) -> None:
-    np.copyto(buf, src)
+    np.copyto(buf, src)  # same dtype: a byte copy (MUT-2)
+
+
+def _sample_store(src: ArgSource) -> OpCall:
+    dtype, shape = src.dtype(ALL), src.shape()
+    return OpCall([src.values(dtype, shape), src.values(dtype, shape)], buffers=frozenset({0}))
 
 
 register(OpDef("buffer_store", "Overwrite a whole buffer with a tensor (a side effect).",
                "buffer", ("buffer", "source"), (), _store_infer, _store, ALL, EXACT,
-               side_effect=True))
+               side_effect=True, sample=_sample_store))
 
 Slices = tuple[tuple[Any, Any, int], ...]
 
@@ -60,7 +70,8 @@ def normalized_slices(shape: tuple[int, ...], slices: Slices) -> tuple[slice, ..
 
 
 def sliced_shape(shape: tuple[int, ...], slices: Slices) -> tuple[int, ...]:
-    return tuple(len(range(*slice(a, b, c).indices(d))) for (a, b, c), d in zip(slices, shape))
+    return tuple(len(range(*slice(a, b, c).indices(d))) for (a, b, c), d in zip(slices, shape,
+                                                                          strict=True))
 
 
 def check_slices(op: OpDef, types: Sequence[ValueType], shape: tuple[int, ...], slices: Any
@@ -88,32 +99,52 @@ def _store_slice_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
 
 
 def _store_slice(buf: np.ndarray, src: np.ndarray, *, slices: Slices) -> None:
-    buf[normalized_slices(buf.shape, slices)] = src
+    buf[normalized_slices(buf.shape, slices)] = src  # same dtype: a byte copy (MUT-3)
+
+
+def _sample_triple(src: ArgSource, dim: int) -> tuple[int | None, int | None, int]:
+    step = src.choice([1, 1, 2, -1, -2, 3])
+    start = src.choice([None, src.integer(-dim - 1, dim + 1)])
+    stop = src.choice([None, src.integer(-dim - 1, dim + 1)])
+    return (start, stop, step)
+
+
+def _sample_store_slice(src: ArgSource) -> OpCall:
+    dtype, shape = src.dtype(ALL), src.shape(max_rank=3)
+    slices = tuple(_sample_triple(src, d) for d in shape)
+    region = sliced_shape(shape, slices)
+    return OpCall([src.values(dtype, shape), src.values(dtype, region)], {"slices": slices},
+                  buffers=frozenset({0}))
 
 
 register(OpDef("buffer_store_slice",
                "Overwrite a strided slice of a buffer with a tensor (a side effect).",
                "buffer", ("buffer", "source"), ("slices",), _store_slice_infer, _store_slice,
-               ALL, EXACT, side_effect=True))
+               ALL, EXACT, side_effect=True, sample=_sample_store_slice))
 
 
 def _create_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
                   ) -> tuple[ValueType, ...]:
     dtype, shape, device = attrs.get("dtype"), attrs.get("shape"), attrs.get("device")
     if not isinstance(dtype, DType) or not isinstance(device, DeviceRef):
-        op.fail(types, "buffer_create.C1", "attributes dtype and device must be a DType and "
-                "a DeviceRef")
-    if not isinstance(shape, tuple) or not all(isinstance(d, int) and d >= 0 for d in shape):
+        op.fail(types, "buffer_create.C1", f"attributes dtype and device must be a DType and "
+                f"a DeviceRef, got {dtype!r} and {device!r}", GraphTypeError)
+    if not isinstance(shape, tuple) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         op.fail(types, "buffer_create.C1", f"attribute shape must be a tuple of ints >= 0, "
                 f"got {shape!r}")
     return (BufferType(dtype, shape, device),)
 
 
 def _create(*, dtype: DType, shape: tuple[int, ...], device: DeviceRef) -> np.ndarray:
-    return np.zeros(shape, dtype.to_numpy())
+    return np.zeros(shape, dtype.to_numpy())  # all-zero bytes: +0.0, 0, False (MUT-4)
+
+
+def _sample_create(src: ArgSource) -> OpCall:
+    return OpCall([], {"dtype": src.dtype(ALL), "shape": src.shape(),
+                       "device": DeviceRef.CPU(src.integer(0, 1))})
 
 
 register(OpDef("buffer_create", "A fresh zero-filled scratch buffer.", "buffer", (),
-               ("dtype", "shape", "device"), _create_infer, _create, ALL, EXACT))
-
-_ = TensorType
+               ("dtype", "shape", "device"), _create_infer, _create, ALL, EXACT,
+               sample=_sample_create))

@@ -18,10 +18,10 @@ from ..types import BufferType, TensorType, ValueType
 
 __all__ = [
     "EXACT",
-    "ArgSource",
-    "OpCall",
     "REDUCTION",
     "REGISTRY",
+    "ArgSource",
+    "OpCall",
     "OpDef",
     "Tolerance",
     "get_op",

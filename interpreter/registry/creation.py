@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -9,33 +10,50 @@ from typing import Any
 import numpy as np
 
 from ..dtype import DType
+from ..errors import GraphTypeError
+from ..rounding import round_f64
 from ..types import DeviceRef, TensorType, ValueType
-from .core import EXACT, Attrs, OpDef, register
+from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL, NUMERIC
+
+_NUMPY_DTYPES = frozenset(d.to_numpy() for d in DType)
 
 
 def _constant_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
                     ) -> tuple[ValueType, ...]:
     value, device = attrs.get("value"), attrs.get("device")
-    if not isinstance(value, np.ndarray):
-        op.fail(types, "constant.C1", f"attribute value must be a numpy array, got "
-                f"{type(value).__name__}")
+    if not isinstance(value, np.ndarray) or value.dtype not in _NUMPY_DTYPES:
+        shown = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
+        op.fail(types, "constant.C1", f"attribute value must be a numpy array of a supported "
+                f"dtype, got {shown}", GraphTypeError)
     if not isinstance(device, DeviceRef):
-        op.fail(types, "constant.C2", f"attribute device must be a DeviceRef, got {device!r}")
-    dtype = DType.from_numpy(value.dtype)
-    return (TensorType(dtype, tuple(value.shape), device),)
+        op.fail(types, "constant.C2", f"attribute device must be a DeviceRef, got {device!r}",
+                GraphTypeError)
+    return (TensorType(DType.from_numpy(value.dtype), tuple(value.shape), device),)
 
 
 def _constant(*, value: np.ndarray, device: DeviceRef) -> np.ndarray:
-    return value  # read-only; outputs are copied when not fresh (EXEC-5)
+    view = value.view()
+    view.flags.writeable = False  # a read-only view: outputs get copied (EXEC-5)
+    return view
+
+
+def _sample_constant(src: ArgSource) -> OpCall:
+    dtype = src.dtype(ALL)
+    value = src.values(dtype, src.shape())
+    value.flags.writeable = False
+    return OpCall([], {"value": value, "device": DeviceRef.CPU(src.integer(0, 1))})
 
 
 register(OpDef("constant", "A tensor whose value is an attribute (stored read-only).",
-               "creation", (), ("value", "device"), _constant_infer, _constant, ALL, EXACT))
+               "creation", (), ("value", "device"), _constant_infer, _constant, ALL, EXACT,
+               sample=_sample_constant))
 
 
 def range_length(start: float, stop: float, step: float) -> int:
-    """Number of elements of ``range(start, stop, step)``: ceil((stop - start) / step), >= 0."""
+    """Number of elements: exact ``len(range(...))`` for ints, else ceil((stop-start)/step)."""
+    if all(isinstance(v, int) for v in (start, stop, step)):
+        return len(builtins.range(int(start), int(stop), int(step)))
     return max(0, math.ceil((stop - start) / step))
 
 
@@ -43,26 +61,53 @@ def _range_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[V
     start, stop, step = attrs.get("start"), attrs.get("stop"), attrs.get("step")
     dtype, device = attrs.get("dtype"), attrs.get("device")
     if not isinstance(dtype, DType) or not isinstance(device, DeviceRef):
-        op.fail(types, "range.C1", "attributes dtype and device must be a DType and DeviceRef")
+        op.fail(types, "range.C1", f"attributes dtype and device must be a DType and a "
+                f"DeviceRef, got {dtype!r} and {device!r}", GraphTypeError)
     op.check_dtype(types, dtype, what="result")
     for name, v in (("start", start), ("stop", stop), ("step", step)):
         if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
             op.fail(types, "range.C2", f"attribute {name}={v!r} must be a finite number")
         if dtype.is_integral() and not isinstance(v, int):
-            op.fail(types, "range.C2", f"attribute {name}={v!r} must be an int for {dtype}")
+            op.fail(types, "range.C2", f"attribute {name}={v!r} must be an int for "
+                    f"{dtype.value}")
+    assert isinstance(start, int | float) and isinstance(stop, int | float)
+    assert isinstance(step, int | float)
     if step == 0:
         op.fail(types, "range.C3", "step must not be 0")
-    return (TensorType(dtype, (range_length(start, stop, step),), device),)
+    n = range_length(start, stop, step)
+    if dtype.is_integral() and n:
+        info = np.iinfo(dtype.to_numpy())
+        last = start + (n - 1) * step
+        if not (info.min <= start <= info.max and info.min <= last <= info.max):
+            op.fail(types, "range.C2", f"values {start}..{last} do not fit in {dtype.value}")
+    return (TensorType(dtype, (n,), device),)
 
 
 def _range(*, start: Any, stop: Any, step: Any, dtype: DType, device: DeviceRef
            ) -> np.ndarray:
     n = range_length(start, stop, step)
+    if dtype.is_integral():  # exact Python ints, all representable (range.C2)
+        return np.fromiter(builtins.range(start, stop, step), dtype.to_numpy(), count=n)
+    # float64 start + i * step (two roundings), then rounded once to dtype
+    return round_f64(float(start) + np.arange(n, dtype=np.float64) * float(step), dtype)
+
+
+def _sample_range(src: ArgSource) -> OpCall:
+    dtype = src.dtype(NUMERIC)
+    start: float
+    stop: float
+    step: float
     if dtype.is_integral():
-        return (start + step * np.arange(n, dtype=np.int64)).astype(dtype.to_numpy())
-    return (start + step * np.arange(n, dtype=np.float64)).astype(dtype.to_numpy())
+        lo = 0 if dtype.is_unsigned() else -20
+        start, stop = src.integer(lo, 20), src.integer(lo, 20)
+        step = src.choice([1, 2, 3, -1, -2]) * (1 if stop >= start else -1)
+    else:
+        start, stop = src.choice([(0.0, 5.0), (-1.5, 2.0), (3.0, -3.0), (0.0, 0.0)])
+        step = src.choice([0.5, 1.0, 0.25, 0.1]) * (1 if stop >= start else -1)
+    return OpCall([], {"start": start, "stop": stop, "step": step, "dtype": dtype,
+                       "device": DeviceRef.CPU()})
 
 
 register(OpDef("range", "start + i * step for i in [0, ceil((stop - start) / step)).",
                "creation", (), ("start", "stop", "step", "dtype", "device"), _range_infer,
-               _range, NUMERIC, EXACT))
+               _range, NUMERIC, EXACT, sample=_sample_range))

@@ -1,4 +1,9 @@
-"""Elementwise ops: binary arithmetic, comparisons, logic, unary math, cast (spec/ops/)."""
+"""Elementwise ops: binary arithmetic, comparisons, logic, unary math, cast (spec/ops/).
+
+Numerics are defined in spec/numerics.md (NUM-n). Floats narrower than float64 that are not
+IEEE-exact in numpy are evaluated in float64 and rounded once to the result dtype
+(``round_to``), so the reference is as accurate as float64 allows.
+"""
 
 from __future__ import annotations
 
@@ -9,38 +14,83 @@ from typing import Any
 import numpy as np
 
 from ..dtype import DType
+from ..promotion import promote_dtypes
+from ..rounding import round_to
 from ..types import ValueType
-from .core import EXACT, Attrs, OpDef, Tolerance, register, ulp
-from .dtypesets import ALL, BOOL, FLOATS, INTS, NUMERIC, SIGNED_NUMERIC
+from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, Tolerance, register, ulp
+from .dtypesets import ALL, BOOL, FLOATS, NUMERIC, SIGNED_NUMERIC
 from .rules import elementwise, predicate
 
 Array = Any  # numpy array or numpy scalar (rank-0 results)
 
+def _via_f64(fn: Callable[..., Array]) -> Callable[..., Array]:
+    """Evaluate ``fn`` in float64 for narrower floats, then round once to the input dtype."""
 
-def _via_f32(fn: Callable[[Array], Array]) -> Callable[[Array], Array]:
-    """Evaluate ``fn`` in float32 for 16-bit floats, then round once to the input dtype."""
-
-    def kernel(x: Array) -> Array:
-        if x.dtype.itemsize < 4:
-            return fn(x.astype(np.float32)).astype(x.dtype)
-        return fn(x)
+    def kernel(*xs: Array, **attrs: Any) -> Array:
+        dtype = np.asarray(xs[0]).dtype
+        if dtype == np.float64 or dtype.kind not in "fV":
+            return fn(*xs, **attrs)
+        return round_to(fn(*(np.asarray(x, np.float64) for x in xs), **attrs), dtype)
 
     kernel.__name__ = getattr(fn, "__name__", "kernel")
     return kernel
 
 
+# -- sampling (ArgSource protocol) --------------------------------------------------------
+Sampler = Callable[[ArgSource, frozenset[DType]], OpCall]
+
+
+def _sorted(dtypes: frozenset[DType]) -> list[DType]:
+    return sorted(dtypes, key=lambda d: d.value)
+
+
+def _binary_sampler(kinds: Sequence[str] = ("any",), rhs_kinds: Sequence[str] | None = None,
+                    ) -> Sampler:
+    """Two operands: same or promotable dtypes, equal or broadcastable shapes."""
+
+    def sample(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
+        lhs_t = rhs_t = src.dtype(_sorted(dtypes))
+        if src.integer(0, 3) == 0:  # a dtype that promotes to lhs_t (PROMO-1)
+            rhs_t = src.dtype([d for d in DType if promote_dtypes([lhs_t, d]) is lhs_t])
+        shape = rhs_shape = src.shape(max_rank=3)
+        how = src.integer(0, 5)
+        if how == 0 and shape:  # a size-1 dim stretches
+            i = src.integer(0, len(shape) - 1)
+            rhs_shape = (*shape[:i], 1, *shape[i + 1:])
+        elif how == 1:  # trailing dims only
+            rhs_shape = shape[src.integer(0, len(shape)):]
+        lhs = src.values(lhs_t, shape, src.choice(list(kinds)))
+        rhs = src.values(rhs_t, rhs_shape, src.choice(list(rhs_kinds or kinds)))
+        return OpCall([rhs, lhs] if src.boolean() else [lhs, rhs])
+
+    return sample
+
+
+def _unary_sampler(kinds: Sequence[str] = ("any",)) -> Sampler:
+    def sample(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
+        dtype = src.dtype(_sorted(dtypes))
+        return OpCall([src.values(dtype, src.shape(), src.choice(list(kinds)))])
+
+    return sample
+
+
+def _bind(sample: Sampler, dtypes: frozenset[DType]) -> Callable[[ArgSource], OpCall]:
+    return lambda src: sample(src, dtypes)
+
+
 def _binary(name: str, kernel: Callable[..., Array], dtypes: frozenset[DType], summary: str,
             infer: Any = elementwise, tolerance: Tolerance = EXACT,
-            unspecified: Any = None) -> None:
+            unspecified: Any = None, sample: Sampler | None = None) -> None:
     register(OpDef(name, summary, "elementwise-binary", ("lhs", "rhs"), (), infer, kernel,
-                   dtypes, tolerance, promote=(0, 1), broadcast=True, unspecified=unspecified))
+                   dtypes, tolerance, promote=(0, 1), broadcast=True, unspecified=unspecified,
+                   sample=_bind(sample or _binary_sampler(), dtypes)))
 
 
 def _unary(name: str, kernel: Callable[..., Array], dtypes: frozenset[DType], summary: str,
            infer: Any = elementwise, tolerance: Tolerance = EXACT,
-           attrs: tuple[str, ...] = ()) -> None:
+           attrs: tuple[str, ...] = (), sample: Sampler | None = None) -> None:
     register(OpDef(name, summary, "elementwise-unary", ("x",), attrs, infer, kernel, dtypes,
-                   tolerance))
+                   tolerance, sample=_bind(sample or _unary_sampler(), dtypes)))
 
 
 # -- binary arithmetic --------------------------------------------------------------------
@@ -51,21 +101,16 @@ def _int_zero_divisor(lhs: Array, rhs: Array) -> Array:
     return np.zeros(np.shape(lhs), bool)
 
 
-def _float_div(lhs: Array, rhs: Array) -> Array:
-    return np.divide(lhs, rhs)
-
-
 def _pow(base: Array, exp: Array) -> Array:
-    """numpy power, plus the integer rule for negative exponents (NUM-6)."""
+    """Float: C ``pow`` (NUM-7). Integer: wraps; negative exponents truncate (NUM-6)."""
     if np.dtype(base.dtype).kind not in "iu":
         return np.power(base, exp)
     neg = exp < 0
     out = np.asarray(np.power(base, np.where(neg, 0, exp).astype(base.dtype)))
     if np.any(neg):
-        one = np.ones_like(out)
-        parity = (exp % 2 == 1)
-        trunc = np.where(base == 1, one,
-                         np.where(base == -1, np.where(parity, -one, one), np.zeros_like(out)))
+        one, zero = np.ones_like(out), np.zeros_like(out)
+        odd = (exp % 2) == 1
+        trunc = np.where(base == 1, one, np.where(base == -1, np.where(odd, -one, one), zero))
         out = np.where(neg, trunc, out).astype(base.dtype)
     return out
 
@@ -76,19 +121,40 @@ def _pow_unspecified(base: Array, exp: Array) -> Array:
     return np.zeros(np.shape(base), bool)
 
 
+def _max(lhs: Array, rhs: Array) -> Array:
+    """NaN propagates; +0 is greater than -0 (NUM-8)."""
+    out = np.maximum(lhs, rhs)
+    if np.dtype(out.dtype).kind in "fV":
+        out = np.where((lhs == 0) & (rhs == 0) & np.signbit(lhs), rhs, out)
+        out = np.where((lhs == 0) & (rhs == 0) & ~np.signbit(lhs), lhs, out)
+    return out
+
+
+def _min(lhs: Array, rhs: Array) -> Array:
+    """NaN propagates; -0 is less than +0 (NUM-8)."""
+    out = np.minimum(lhs, rhs)
+    if np.dtype(out.dtype).kind in "fV":
+        out = np.where((lhs == 0) & (rhs == 0) & np.signbit(lhs), lhs, out)
+        out = np.where((lhs == 0) & (rhs == 0) & ~np.signbit(lhs), rhs, out)
+    return out
+
+
+_divisor = _binary_sampler(("any",), ("any", "nonzero", "nonzero"))
 _binary("add", np.add, NUMERIC, "Elementwise sum; integers wrap around (NUM-2).")
 _binary("sub", np.subtract, NUMERIC, "Elementwise difference; integers wrap around (NUM-2).")
 _binary("mul", np.multiply, NUMERIC, "Elementwise product; integers wrap around (NUM-2).")
-_binary("div", _float_div, FLOATS, "IEEE true division (floats only; use floor_div for ints).")
-_binary("floor_div", np.floor_divide, NUMERIC,
-        "Division rounded toward -inf, as Python's // (NUM-3).", unspecified=_int_zero_divisor)
-_binary("mod", np.mod, NUMERIC,
+_binary("div", np.divide, FLOATS, "IEEE true division (floats only; use floor_div for ints).")
+_binary("floor_div", _via_f64(np.floor_divide), NUMERIC,
+        "Division rounded toward -inf, as Python's // (NUM-3).", unspecified=_int_zero_divisor,
+        sample=_divisor)
+_binary("mod", _via_f64(np.mod), NUMERIC,
         "Remainder with the sign of the divisor, as Python's % (NUM-3).",
-        unspecified=_int_zero_divisor)
-_binary("pow", _pow, NUMERIC, "Elementwise power (integer negative exponents: NUM-6).",
-        tolerance=ulp(2), unspecified=_pow_unspecified)
-_binary("max", np.maximum, NUMERIC | BOOL, "Elementwise maximum; NaN propagates.")
-_binary("min", np.minimum, NUMERIC | BOOL, "Elementwise minimum; NaN propagates.")
+        unspecified=_int_zero_divisor, sample=_divisor)
+_binary("pow", _via_f64(_pow), NUMERIC, "Elementwise power (integer negative exponents: NUM-6).",
+        tolerance=ulp(2), unspecified=_pow_unspecified,
+        sample=_binary_sampler(("any", "small"), ("small", "small", "any")))
+_binary("max", _max, NUMERIC | BOOL, "Elementwise maximum; NaN propagates (NUM-8).")
+_binary("min", _min, NUMERIC | BOOL, "Elementwise minimum; NaN propagates (NUM-8).")
 
 # -- comparisons (IEEE: every comparison with NaN is False except not_equal, NUM-1) ------
 _binary("equal", np.equal, ALL, "Elementwise ==, bool result.", predicate)
@@ -103,12 +169,13 @@ _binary("logical_or", np.logical_or, BOOL, "Elementwise OR of bools.")
 _binary("logical_xor", np.logical_xor, BOOL, "Elementwise XOR of bools.")
 _unary("logical_not", np.logical_not, BOOL, "Elementwise NOT of bools.")
 
-# -- unary arithmetic and math ------------------------------------------------------------
+# -- unary arithmetic and math (float64 formulas, NUM-7) ----------------------------------
 _erf = np.frompyfunc(math.erf, 1, 1)
+_erfc = np.frompyfunc(math.erfc, 1, 1)
 
 
 def _erf_kernel(x: Array) -> Array:
-    return np.asarray(_erf(x.astype(np.float64)), dtype=np.float64).astype(x.dtype)
+    return np.asarray(_erf(x), dtype=np.float64)
 
 
 def _sigmoid(x: Array) -> Array:
@@ -116,16 +183,18 @@ def _sigmoid(x: Array) -> Array:
 
 
 def _silu(x: Array) -> Array:
-    return x / (1 + np.exp(-x))
+    """x * sigmoid(x); the limit -0.0 at -inf (NUM-7)."""
+    return np.where(x == -np.inf, -0.0, x / (1 + np.exp(-x)))
 
 
 def _gelu(x: Array, approximate: str) -> Array:
-    xd = x.astype(np.float64)
+    """x * Phi(x) via erfc (no cancellation for x << 0), or the tanh form as x * sigmoid."""
     if approximate == "tanh":
-        y = 0.5 * xd * (1 + np.tanh(math.sqrt(2 / math.pi) * (xd + 0.044715 * xd**3)))
+        u = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
+        y = x / (1 + np.exp(-2 * u))  # 0.5 * x * (1 + tanh(u))
     else:
-        y = 0.5 * xd * (1 + np.asarray(_erf(xd / math.sqrt(2)), dtype=np.float64))
-    return y.astype(x.dtype)
+        y = 0.5 * x * np.asarray(_erfc(-x / math.sqrt(2)), dtype=np.float64)
+    return np.where(x == -np.inf, -0.0, y)
 
 
 def _gelu_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
@@ -135,26 +204,35 @@ def _gelu_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[Va
     return elementwise(op, types, attrs)
 
 
+def _sample_gelu(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
+    dtype = src.dtype(_sorted(dtypes))
+    return OpCall([src.values(dtype, src.shape())],
+                  {"approximate": src.choice(["none", "tanh"])})
+
+
 def _rsqrt(x: Array) -> Array:
     return 1 / np.sqrt(x)
 
 
+_positive = _unary_sampler(("any", "positive"))
 _unary("negate", np.negative, SIGNED_NUMERIC, "Elementwise -x; integers wrap around.")
 _unary("abs", np.abs, NUMERIC, "Elementwise |x|; the most negative integer maps to itself.")
-_unary("exp", _via_f32(np.exp), FLOATS, "e**x.", tolerance=ulp(2))
-_unary("log", _via_f32(np.log), FLOATS, "Natural logarithm; log(0) = -inf, log(x<0) = NaN.",
-       tolerance=ulp(2))
-_unary("log1p", _via_f32(np.log1p), FLOATS, "log(1 + x), accurate near 0.", tolerance=ulp(2))
-_unary("sqrt", np.sqrt, FLOATS, "Correctly rounded square root; sqrt(-0) = -0.")
-_unary("rsqrt", _via_f32(_rsqrt), FLOATS, "1 / sqrt(x).", tolerance=ulp(2))
-_unary("tanh", _via_f32(np.tanh), FLOATS, "Hyperbolic tangent.", tolerance=ulp(2))
-_unary("sin", _via_f32(np.sin), FLOATS, "Sine (radians).", tolerance=ulp(2))
-_unary("cos", _via_f32(np.cos), FLOATS, "Cosine (radians).", tolerance=ulp(2))
-_unary("erf", _erf_kernel, FLOATS, "Gauss error function.", tolerance=ulp(2))
-_unary("sigmoid", _via_f32(_sigmoid), FLOATS, "1 / (1 + exp(-x)).", tolerance=ulp(4))
-_unary("silu", _via_f32(_silu), FLOATS, "x * sigmoid(x).", tolerance=ulp(4))
-_unary("gelu", _gelu, FLOATS, "Gaussian error linear unit (exact or tanh approximation).",
-       infer=_gelu_infer, tolerance=ulp(4), attrs=("approximate",))
+_unary("exp", _via_f64(np.exp), FLOATS, "e**x.", tolerance=ulp(2))
+_unary("log", _via_f64(np.log), FLOATS, "Natural logarithm; log(0) = -inf, log(x<0) = NaN.",
+       tolerance=ulp(2), sample=_positive)
+_unary("log1p", _via_f64(np.log1p), FLOATS, "log(1 + x), accurate near 0.", tolerance=ulp(2),
+       sample=_positive)
+_unary("sqrt", _via_f64(np.sqrt), FLOATS, "Correctly rounded square root; sqrt(-0) = -0.",
+       sample=_positive)
+_unary("rsqrt", _via_f64(_rsqrt), FLOATS, "1 / sqrt(x).", tolerance=ulp(2), sample=_positive)
+_unary("tanh", _via_f64(np.tanh), FLOATS, "Hyperbolic tangent.", tolerance=ulp(2))
+_unary("sin", _via_f64(np.sin), FLOATS, "Sine (radians).", tolerance=ulp(2))
+_unary("cos", _via_f64(np.cos), FLOATS, "Cosine (radians).", tolerance=ulp(2))
+_unary("erf", _via_f64(_erf_kernel), FLOATS, "Gauss error function.", tolerance=ulp(2))
+_unary("sigmoid", _via_f64(_sigmoid), FLOATS, "1 / (1 + exp(-x)).", tolerance=ulp(4))
+_unary("silu", _via_f64(_silu), FLOATS, "x * sigmoid(x).", tolerance=ulp(4))
+_unary("gelu", _via_f64(_gelu), FLOATS, "Gaussian error linear unit (exact or tanh form).",
+       infer=_gelu_infer, tolerance=ulp(4), attrs=("approximate",), sample=_sample_gelu)
 _unary("floor", np.floor, FLOATS, "Round toward -inf.")
 _unary("ceil", np.ceil, FLOATS, "Round toward +inf.")
 _unary("round", np.rint, FLOATS, "Round to nearest integer, ties to even.")
@@ -165,13 +243,8 @@ _unary("is_inf", np.isinf, FLOATS, "True where x is +inf or -inf.", infer=predic
 
 # -- cast ---------------------------------------------------------------------------------
 def _cast(x: Array, dtype: DType) -> Array:
-    target = dtype.to_numpy()
-    src = np.dtype(x.dtype)
-    if target.kind == "b":
-        return np.not_equal(x, 0)
-    if src.kind in "biu" and target.kind == "V" or src.itemsize == 1 and src.kind == "V":
-        return x.astype(np.float32).astype(target)  # float8 <-> int via float32 (exact)
-    return x.astype(target)
+    """Round to nearest even between floats, truncate float -> int, x != 0 to bool (NUM-4)."""
+    return round_to(x, dtype.to_numpy())
 
 
 def _cast_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
@@ -183,18 +256,20 @@ def _cast_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[Va
 
 
 def _cast_unspecified(x: Array, dtype: DType) -> Array:
-    """NaN, inf and out-of-range floats cast to an integer are unspecified (NUM-4)."""
+    """NaN, inf and floats whose truncation is out of range of an integer dtype (NUM-4)."""
     if np.dtype(x.dtype).kind not in "fV" or not dtype.is_integral():
         return np.zeros(np.shape(x), bool)
     info = np.iinfo(dtype.to_numpy())
-    xf = np.asarray(x, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        return ~np.isfinite(xf) | (np.trunc(xf) < info.min) | (np.trunc(xf) > info.max)
+    t = np.trunc(np.asarray(x, dtype=np.float64))
+    return ~np.isfinite(t) | (t < float(info.min)) | (t >= float(info.max) + 1.0)
+
+
+def _sample_cast(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
+    dtype = src.dtype(_sorted(dtypes))
+    x = src.values(dtype, src.shape(), src.choice(["any", "finite", "small"]))
+    return OpCall([x], {"dtype": src.dtype(_sorted(ALL))})
 
 
 register(OpDef("cast", "Convert each element to another dtype (round to nearest even).",
                "elementwise-unary", ("x",), ("dtype",), _cast_infer, _cast, ALL, EXACT,
-               unspecified=_cast_unspecified))
-
-__all__: list[str] = []
-_ = INTS  # re-exported set used by spec tooling
+               unspecified=_cast_unspecified, sample=_bind(_sample_cast, ALL)))

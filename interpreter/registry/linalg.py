@@ -1,3 +1,72 @@
-"""linalg ops (spec/ops/)."""
+"""Linear algebra: the primitive (batched) matmul (spec/ops/matmul.md).
+
+The high-level ``ops.matmul`` handles rank-1 operands and batch broadcasting; the primitive
+takes two tensors of one rank >= 2 with identical batch dimensions.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import GraphTypeError
+from ..types import ValueType
+from .core import REDUCTION, ArgSource, Attrs, OpCall, OpDef, register
+from .dtypesets import NUMERIC
+from .reduction import float_info, is_low_float, widen
+
+Array = Any
+
+
+def _matmul_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                  ) -> tuple[ValueType, ...]:
+    a, b = op.check_tensor(types, 0), op.check_tensor(types, 1)
+    if a.dtype != b.dtype:
+        op.fail(types, "LOWER-1", "primitive operands must have identical dtypes",
+                GraphTypeError)
+    if a.device != b.device:
+        op.fail(types, "DEV-1", "operands must be on the same device; transfer first")
+    if a.rank < 2 or a.rank != b.rank or a.shape[:-2] != b.shape[:-2]:
+        op.fail(types, "matmul.C2", "primitive operands must have the same rank >= 2 and "
+                "identical batch dimensions")
+    if a.shape[-1] != b.shape[-2]:
+        op.fail(types, "matmul.C1", f"contraction dimensions differ: lhs has {a.shape[-1]} "
+                f"columns, rhs has {b.shape[-2]} rows")
+    return (a.with_(shape=a.shape[:-1] + b.shape[-1:]),)
+
+
+def _matmul(a: Array, b: Array) -> Array:
+    if is_low_float(np.dtype(a.dtype)):
+        return np.matmul(widen(a), widen(b)).astype(a.dtype)
+    return np.matmul(a, b)
+
+
+def _matmul_overflow(a: Array, b: Array) -> np.ndarray:
+    """Where the finite |products| add up past the dtype's max the result depends on the
+    order of accumulation (REDUCE-5)."""
+    if np.dtype(a.dtype).kind in "biu":
+        return np.zeros(a.shape[:-1] + b.shape[-1:], bool)
+    fa = np.asarray(a, np.float64)
+    fb = np.asarray(b, np.float64)
+    ok_a, ok_b = np.isfinite(fa), np.isfinite(fb)
+    with np.errstate(all="ignore"):
+        total = np.matmul(np.where(ok_a, np.abs(fa), 0.0), np.where(ok_b, np.abs(fb), 0.0))
+    return np.asarray(total > float(float_info(a.dtype).max))
+
+
+def _sample_matmul(src: ArgSource) -> OpCall:
+    dtype = src.dtype(NUMERIC)
+    batch = src.shape(min_rank=0, max_rank=2, max_side=3)
+    m, k, n = src.integer(0, 4), src.integer(0, 4), src.integer(0, 4)
+    return OpCall([src.values(dtype, (*batch, m, k), "small"),
+                   src.values(dtype, (*batch, k, n), "small")])
+
+
+register(OpDef("matmul", "Batched matrix product over the last two dims; batch dims must be "
+               "identical (the builder broadcasts them); integers wrap.", "linalg",
+               ("lhs", "rhs"), (), _matmul_infer, _matmul, NUMERIC, REDUCTION, promote=(0, 1),
+               unspecified=_matmul_overflow, sample=_sample_matmul))
+
+__all__: list[str] = []

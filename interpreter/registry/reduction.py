@@ -1,3 +1,312 @@
-"""reduction ops (spec/ops/)."""
+"""Reductions along one axis, scans, softmax and top_k (spec/reductions.md, spec/ops/).
+
+Every reduction keeps the reduced axis with size 1 (REDUCE-1). 16-bit floats are computed in
+float32 and rounded once to the input dtype (REDUCE-2); integers keep their dtype and wrap.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ..dtype import DType
+from ..types import TensorType, ValueType
+from .core import EXACT, REDUCTION, ArgSource, Attrs, OpCall, OpDef, Tolerance, register
+from .dtypesets import BOOL, FLOATS, NUMERIC
+
+Array = Any
+#: softmax/logsoftmax: exp (<= 2 ulp), a sum, a division or log and a subtraction (REDUCE-6)
+SOFTMAX_TOLERANCE = Tolerance("reduction", 4)
+
+
+# -- helpers ------------------------------------------------------------------------------
+def is_low_float(dtype: np.dtype[Any]) -> bool:
+    """float16 and the ml_dtypes floats (bfloat16): computed in float32 (REDUCE-2)."""
+    return (dtype.kind == "f" and dtype.itemsize < 4) or dtype.kind == "V"
+
+
+def widen(x: Array) -> Array:
+    """``x`` as float32 if it is a 16-bit float (exact), else unchanged."""
+    return x.astype(np.float32) if is_low_float(np.dtype(x.dtype)) else x
+
+
+def float_info(dtype: np.dtype[Any]) -> Any:
+    return ml_dtypes.finfo(dtype)
+
+
+def _kept(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    return (*shape[:axis], 1, *shape[axis + 1:])
+
+
+def _axis_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[TensorType, int]:
+    t = op.check_tensor(types, 0)
+    return t, op.check_axis(types, attrs.get("axis"), t.rank)
+
+
+def _reduce_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                  ) -> tuple[ValueType, ...]:
+    """Same dtype, reduced axis kept with size 1 (REDUCE-1)."""
+    t, axis = _axis_infer(op, types, attrs)
+    return (t.with_(shape=_kept(t.shape, axis)),)
+
+
+def _nonempty_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                    ) -> tuple[ValueType, ...]:
+    """As ``_reduce_infer``, but an empty reduced axis is an error (REDUCE-3)."""
+    t, axis = _axis_infer(op, types, attrs)
+    if t.shape[axis] == 0:
+        op.fail(types, "REDUCE-3", f"axis {attrs.get('axis')} has size 0; {op.name} of an "
+                "empty axis is undefined")
+    return (t.with_(shape=_kept(t.shape, axis)),)
+
+
+def _arg_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
+    (t,) = _nonempty_infer(op, types, attrs)
+    return (t.with_(dtype=DType.int64),)  # type: ignore[union-attr]
+
+
+def _same_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
+    t, _ = _axis_infer(op, types, attrs)
+    return (t,)
+
+
+def _no_mask(x: Array, **attrs: Any) -> np.ndarray:
+    return np.zeros(np.shape(x), bool)
+
+
+def _finite_abs(x: Array) -> np.ndarray:
+    """|x| in float64 with the non-finite elements (which propagate deterministically) as 0."""
+    a = np.asarray(x, dtype=np.float64)
+    return np.where(np.isfinite(a), np.abs(a), 0.0)
+
+
+# -- samplers -----------------------------------------------------------------------------
+def _axis_sampler(dtypes: frozenset[DType], kind: str = "any", nonempty: bool = False
+                  ) -> Callable[[ArgSource], OpCall]:
+    def sample(src: ArgSource) -> OpCall:
+        dtype = src.dtype(dtypes)
+        shape = list(src.shape(min_rank=1))
+        axis = src.integer(-len(shape), len(shape) - 1)
+        if nonempty and shape[axis] == 0:
+            shape[axis] = src.integer(1, 5)
+        return OpCall([src.values(dtype, tuple(shape), kind)], {"axis": axis})
+
+    return sample
+
+
+# -- sum, prod, mean ----------------------------------------------------------------------
+def _sum(x: Array, *, axis: int) -> Array:
+    if is_low_float(np.dtype(x.dtype)):
+        return np.sum(widen(x), axis=axis, keepdims=True).astype(x.dtype)
+    return np.sum(x, axis=axis, keepdims=True, dtype=x.dtype)
+
+
+def _prod(x: Array, *, axis: int) -> Array:
+    if is_low_float(np.dtype(x.dtype)):
+        return np.prod(widen(x), axis=axis, keepdims=True).astype(x.dtype)
+    return np.prod(x, axis=axis, keepdims=True, dtype=x.dtype)
+
+
+def _mean(x: Array, *, axis: int) -> Array:
+    w = widen(x)
+    with np.errstate(invalid="ignore"):  # mean of an empty axis is 0/0 = NaN (REDUCE-3)
+        return (np.sum(w, axis=axis, keepdims=True) / x.shape[axis]).astype(x.dtype)
+
+
+def _sum_overflow(x: Array, *, axis: int) -> np.ndarray:
+    """Sums whose finite |terms| add up past the dtype's max: the result depends on the order
+    of accumulation (inf or finite), so it is unspecified (REDUCE-5)."""
+    if np.dtype(x.dtype).kind in "biu":
+        return _no_mask(np.sum(x, axis=axis, keepdims=True))
+    total = np.sum(_finite_abs(x), axis=axis, keepdims=True)
+    return np.asarray(total > float(float_info(x.dtype).max))
+
+
+def _prod_out_of_range(x: Array, *, axis: int) -> np.ndarray:
+    """Products where some partial product may overflow or leave the normal range (REDUCE-5)."""
+    if np.dtype(x.dtype).kind in "biu" or x.shape[axis] < 2:
+        return _no_mask(np.sum(x, axis=axis, keepdims=True))
+    a = _finite_abs(x)
+    info = float_info(x.dtype)
+    with np.errstate(all="ignore"):
+        big = np.prod(np.where(a > 1, a, 1.0), axis=axis, keepdims=True)
+        small = np.prod(np.where((a < 1) & (a > 0), a, 1.0), axis=axis, keepdims=True)
+    return np.asarray((big > float(info.max)) | (small < float(info.smallest_normal)))
+
+
+register(OpDef("reduce_sum", "Sum along one axis, kept with size 1; integers wrap.",
+               "reduction", ("x",), ("axis",), _reduce_infer, _sum, NUMERIC, REDUCTION,
+               unspecified=_sum_overflow, sample=_axis_sampler(NUMERIC)))
+register(OpDef("reduce_prod", "Product along one axis, kept with size 1; integers wrap.",
+               "reduction", ("x",), ("axis",), _reduce_infer, _prod, NUMERIC, REDUCTION,
+               unspecified=_prod_out_of_range, sample=_axis_sampler(NUMERIC, "small")))
+register(OpDef("reduce_mean", "Arithmetic mean along one axis, kept with size 1 (floats).",
+               "reduction", ("x",), ("axis",), _reduce_infer, _mean, FLOATS, REDUCTION,
+               unspecified=_sum_overflow, sample=_axis_sampler(FLOATS)))
+
+
+# -- max, min -----------------------------------------------------------------------------
+def _max(x: Array, *, axis: int) -> Array:
+    return np.max(widen(x), axis=axis, keepdims=True).astype(x.dtype)
+
+
+def _min(x: Array, *, axis: int) -> Array:
+    return np.min(widen(x), axis=axis, keepdims=True).astype(x.dtype)
+
+
+def _mixed_zeros(pick: Callable[..., Array]) -> Callable[..., np.ndarray]:
+    """Where the extreme is a zero and the slice holds both -0.0 and +0.0, the sign of the
+    result is unspecified (REDUCE-4)."""
+
+    def mask(x: Array, *, axis: int) -> np.ndarray:
+        if np.dtype(x.dtype).kind in "biu":
+            return _no_mask(np.sum(x, axis=axis, keepdims=True))
+        a = np.asarray(x, dtype=np.float64)
+        zero = a == 0
+        neg = np.any(zero & np.signbit(a), axis=axis, keepdims=True)
+        pos = np.any(zero & ~np.signbit(a), axis=axis, keepdims=True)
+        return np.asarray((pick(a, axis=axis, keepdims=True) == 0) & neg & pos)
+
+    return mask
+
+
+_ORDERED = NUMERIC | BOOL
+register(OpDef("reduce_max", "Largest element along one axis, kept with size 1; NaN "
+               "propagates.", "reduction", ("x",), ("axis",), _nonempty_infer, _max, _ORDERED,
+               EXACT, unspecified=_mixed_zeros(np.max),
+               sample=_axis_sampler(_ORDERED, nonempty=True)))
+register(OpDef("reduce_min", "Smallest element along one axis, kept with size 1; NaN "
+               "propagates.", "reduction", ("x",), ("axis",), _nonempty_infer, _min, _ORDERED,
+               EXACT, unspecified=_mixed_zeros(np.min),
+               sample=_axis_sampler(_ORDERED, nonempty=True)))
+
+
+# -- argmax, argmin -----------------------------------------------------------------------
+def _argmax(x: Array, *, axis: int) -> Array:
+    return np.argmax(widen(x), axis=axis, keepdims=True).astype(np.int64)
+
+
+def _argmin(x: Array, *, axis: int) -> Array:
+    return np.argmin(widen(x), axis=axis, keepdims=True).astype(np.int64)
+
+
+register(OpDef("argmax", "int64 index of the largest element along one axis (first on ties, "
+               "first NaN wins), kept with size 1.", "reduction", ("x",), ("axis",),
+               _arg_infer, _argmax, _ORDERED, EXACT,
+               sample=_axis_sampler(_ORDERED, nonempty=True)))
+register(OpDef("argmin", "int64 index of the smallest element along one axis (first on ties, "
+               "first NaN wins), kept with size 1.", "reduction", ("x",), ("axis",),
+               _arg_infer, _argmin, _ORDERED, EXACT,
+               sample=_axis_sampler(_ORDERED, nonempty=True)))
+
+
+# -- cumsum -------------------------------------------------------------------------------
+def _cumsum_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                  ) -> tuple[ValueType, ...]:
+    for name in ("exclusive", "reverse"):
+        if not isinstance(attrs.get(name), bool):
+            op.fail(types, "cumsum.C1", f"attribute {name}={attrs.get(name)!r} must be a bool")
+    return _same_infer(op, types, attrs)
+
+
+def _shift(c: np.ndarray, axis: int) -> np.ndarray:
+    """``c`` moved one step along ``axis``; position 0 becomes the identity 0."""
+    out = np.zeros_like(c)
+    dst = [slice(None)] * c.ndim
+    src = [slice(None)] * c.ndim
+    dst[axis], src[axis] = slice(1, None), slice(None, -1)
+    out[tuple(dst)] = c[tuple(src)]
+    return out
+
+
+def _cumsum(x: Array, *, axis: int, exclusive: bool, reverse: bool) -> Array:
+    a = widen(x)
+    a = np.flip(a, axis) if reverse else a
+    c = np.cumsum(a, axis=axis, dtype=a.dtype)
+    c = _shift(c, axis) if exclusive else c
+    c = np.flip(c, axis) if reverse else c
+    return c.astype(x.dtype)
+
+
+def _cumsum_overflow(x: Array, *, axis: int, exclusive: bool, reverse: bool) -> np.ndarray:
+    """As for sums (REDUCE-5), per prefix."""
+    if np.dtype(x.dtype).kind in "biu":
+        return _no_mask(x)
+    totals = _cumsum(_finite_abs(x), axis=axis, exclusive=exclusive, reverse=reverse)
+    return np.asarray(totals > float(float_info(x.dtype).max))
+
+
+def _sample_cumsum(src: ArgSource) -> OpCall:
+    call = _axis_sampler(NUMERIC)(src)
+    call.attrs.update(exclusive=src.boolean(), reverse=src.boolean())
+    return call
+
+
+register(OpDef("cumsum", "Running sum along one axis (optionally exclusive and/or from the "
+               "end); integers wrap.", "reduction", ("x",), ("axis", "exclusive", "reverse"),
+               _cumsum_infer, _cumsum, NUMERIC, REDUCTION, unspecified=_cumsum_overflow,
+               sample=_sample_cumsum))
+
+
+# -- softmax, logsoftmax ------------------------------------------------------------------
+def _softmax(x: Array, *, axis: int) -> Array:
+    if x.shape[axis] == 0:
+        return x.copy()
+    a = widen(x)
+    e = np.exp(a - np.max(a, axis=axis, keepdims=True))
+    return (e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype)
+
+
+def _logsoftmax(x: Array, *, axis: int) -> Array:
+    if x.shape[axis] == 0:
+        return x.copy()
+    a = widen(x)
+    s = a - np.max(a, axis=axis, keepdims=True)
+    return (s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))).astype(x.dtype)
+
+
+register(OpDef("softmax", "exp(x - max) / sum(exp(x - max)) along one axis (floats).",
+               "reduction", ("x",), ("axis",), _same_infer, _softmax, FLOATS,
+               SOFTMAX_TOLERANCE, sample=_axis_sampler(FLOATS)))
+register(OpDef("logsoftmax", "(x - max) - log(sum(exp(x - max))) along one axis (floats).",
+               "reduction", ("x",), ("axis",), _same_infer, _logsoftmax, FLOATS,
+               SOFTMAX_TOLERANCE, sample=_axis_sampler(FLOATS)))
+
+
+# -- top_k --------------------------------------------------------------------------------
+def _top_k_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                 ) -> tuple[ValueType, ...]:
+    t, axis = _axis_infer(op, types, attrs)
+    k = attrs.get("k")
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= t.shape[axis]:
+        op.fail(types, "top_k.C1", f"k={k!r} must be an int in [0, {t.shape[axis]}] (the size "
+                f"of axis {attrs.get('axis')})")
+    shape = (*t.shape[:axis], k, *t.shape[axis + 1:])
+    return (t.with_(shape=shape), t.with_(shape=shape, dtype=DType.int64))
+
+
+def _top_k(x: Array, *, k: int, axis: int) -> tuple[Array, Array]:
+    """Stable ascending sort of the flipped axis, flipped back: descending, and equal values
+    keep their original order; numpy sorts NaN last, i.e. as the largest (top_k.C2)."""
+    n = x.shape[axis]
+    order = np.argsort(np.flip(widen(x), axis), axis=axis, kind="stable")
+    order = np.flip(n - 1 - order, axis)
+    idx = np.take(order, np.arange(k), axis=axis).astype(np.int64)
+    return np.take_along_axis(x, idx, axis=axis), idx
+
+
+def _sample_top_k(src: ArgSource) -> OpCall:
+    call = _axis_sampler(NUMERIC)(src)
+    x, axis = call.operands[0], call.attrs["axis"]
+    call.attrs["k"] = src.integer(0, x.shape[axis])
+    return call
+
+
+register(OpDef("top_k", "The k largest elements along one axis, descending (ties: lower index "
+               "first; NaN largest), and their int64 indices.", "reduction", ("x",),
+               ("k", "axis"), _top_k_infer, _top_k, NUMERIC, EXACT, sample=_sample_top_k))
+
+__all__ = ["SOFTMAX_TOLERANCE", "float_info", "is_low_float", "widen"]

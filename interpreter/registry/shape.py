@@ -3,23 +3,52 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from ..dtype import DType
+from ..errors import GraphTypeError
 from ..promotion import broadcast_shapes
 from ..types import ValueType
-from .core import EXACT, Attrs, OpDef, register
-from .dtypesets import ALL
+from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
+from .dtypesets import ALL, BOOL, INDEX
+from .rules import same_types
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def check_shape_attr(op: OpDef, types: Sequence[ValueType], shape: object) -> tuple[int, ...]:
-    if not isinstance(shape, tuple) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+    if not isinstance(shape, tuple) or not all(_is_int(d) and d >= 0 for d in shape):
         op.fail(types, "SHAPE-1", f"attribute shape must be a tuple of ints >= 0, got "
                 f"{shape!r}")
     return shape
 
 
+def _int_tuple(op: OpDef, types: Sequence[ValueType], rule: str, name: str, value: object,
+               length: int | None = None) -> tuple[int, ...]:
+    """Validate an attribute that is a tuple of ints >= 0 (of ``length`` if given)."""
+    if (not isinstance(value, tuple) or not all(_is_int(v) and v >= 0 for v in value)
+            or (length is not None and len(value) != length)):
+        n = "" if length is None else f"{length} "
+        op.fail(types, rule, f"attribute {name} must be a tuple of {n}ints >= 0, got "
+                f"{value!r}")
+    return value
+
+
+def _same_device(op: OpDef, types: Sequence[ValueType]) -> None:
+    if len({t.device for t in types}) > 1:
+        op.fail(types, "DEV-1", "operands must be on the same device; transfer first")
+
+
+def _data(src: ArgSource) -> tuple[DType, tuple[int, ...]]:
+    """A random dtype and shape for the data operand of a sample."""
+    return src.dtype(ALL), src.shape()
+
+
+# -- broadcast_to --------------------------------------------------------------------------
 def _broadcast_to_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
                         ) -> tuple[ValueType, ...]:
     t = op.check_tensor(types, 0)
@@ -33,10 +62,19 @@ def _broadcast_to(x: np.ndarray, *, shape: tuple[int, ...]) -> np.ndarray:
     return np.broadcast_to(x, shape)
 
 
+def _broadcast_to_sample(src: ArgSource) -> OpCall:
+    dtype, target = _data(src)
+    start = src.integer(0, len(target))  # x keeps a suffix of the target, some dims 1
+    shape = tuple(1 if src.boolean() else d for d in target[start:])
+    return OpCall([src.values(dtype, shape)], {"shape": target})
+
+
 register(OpDef("broadcast_to", "Stretch size-1 and missing leading dims to a target shape.",
-               "shape", ("x",), ("shape",), _broadcast_to_infer, _broadcast_to, ALL, EXACT))
+               "shape", ("x",), ("shape",), _broadcast_to_infer, _broadcast_to, ALL, EXACT,
+               sample=_broadcast_to_sample))
 
 
+# -- reshape -------------------------------------------------------------------------------
 def _reshape_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
                    ) -> tuple[ValueType, ...]:
     t = op.check_tensor(types, 0)
@@ -54,10 +92,35 @@ def _reshape(x: np.ndarray, *, shape: tuple[int, ...]) -> np.ndarray:
     return np.reshape(x, shape)
 
 
+def _reshape_sample(src: ArgSource) -> OpCall:
+    dtype, shape = _data(src)
+    n = int(np.prod(shape)) if shape else 1
+    if n == 0:
+        target = src.shape(min_rank=1)
+        target = (0, *target[1:])
+    else:  # split n into a random factorization, in random order
+        dims: list[int] = []
+        rest = n
+        for f in (2, 3, 5, 7):
+            while rest % f == 0:
+                rest //= f
+                dims.append(f)
+        dims.append(rest)
+        grown = [1] * src.integer(0, 2)
+        for d in dims:
+            if grown and src.boolean():
+                grown[src.integer(0, len(grown) - 1)] *= d
+            else:
+                grown.append(d)
+        target = tuple(t for t in grown if t != 1 or src.boolean())
+    return OpCall([src.values(dtype, shape)], {"shape": tuple(target)})
+
+
 register(OpDef("reshape", "Same elements in row-major order, new shape.", "shape", ("x",),
-               ("shape",), _reshape_infer, _reshape, ALL, EXACT))
+               ("shape",), _reshape_infer, _reshape, ALL, EXACT, sample=_reshape_sample))
 
 
+# -- slice ---------------------------------------------------------------------------------
 def _slice_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
     from .buffer import check_slices, sliced_shape
 
@@ -71,6 +134,368 @@ def _slice(x: np.ndarray, *, slices: tuple[tuple[int | None, int | None, int], .
     return x[tuple(slice(a, b, c) for a, b, c in slices)]
 
 
+def _slice_sample(src: ArgSource) -> OpCall:
+    dtype, shape = _data(src)
+    triples = []
+    for d in shape:
+        bound: list[int | None] = [None, *range(-d - 2, d + 3)]
+        step = src.choice([1, 1, 2, 3, -1, -2])
+        triples.append((src.choice(bound), src.choice(bound), step))
+    return OpCall([src.values(dtype, shape)], {"slices": tuple(triples)})
+
+
 register(OpDef("slice", "Strided slice, one (start, stop, step) per axis; steps may be "
                "negative; numpy clamping.", "shape", ("x",), ("slices",), _slice_infer, _slice,
-               ALL, EXACT))
+               ALL, EXACT, sample=_slice_sample))
+
+
+# -- permute -------------------------------------------------------------------------------
+def _permute_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                   ) -> tuple[ValueType, ...]:
+    t = op.check_tensor(types, 0)
+    perm = attrs.get("perm")
+    if not isinstance(perm, tuple) or not all(_is_int(p) for p in perm) \
+            or sorted(perm) != list(range(t.rank)):
+        op.fail(types, "permute.C1", f"attribute perm must be a permutation of "
+                f"range({t.rank}), got {perm!r}")
+    return (t.with_(shape=tuple(t.shape[p] for p in perm)),)
+
+
+def _permute(x: np.ndarray, *, perm: tuple[int, ...]) -> np.ndarray:
+    return np.transpose(x, perm)
+
+
+def _permute_sample(src: ArgSource) -> OpCall:
+    dtype, shape = _data(src)
+    perm = list(range(len(shape)))
+    for i in range(len(perm) - 1, 0, -1):  # Fisher-Yates
+        j = src.integer(0, i)
+        perm[i], perm[j] = perm[j], perm[i]
+    return OpCall([src.values(dtype, shape)], {"perm": tuple(perm)})
+
+
+register(OpDef("permute", "Reorder the axes: result axis i is input axis perm[i].", "shape",
+               ("x",), ("perm",), _permute_infer, _permute, ALL, EXACT,
+               sample=_permute_sample))
+
+
+# -- concat --------------------------------------------------------------------------------
+def _concat_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                  ) -> tuple[ValueType, ...]:
+    first = op.check_tensor(types, 0)
+    axis = op.check_axis(types, attrs.get("axis"), first.rank)
+    total = 0
+    for i in range(len(types)):
+        t = op.check_tensor(types, i)
+        if t.dtype != first.dtype:
+            op.fail(types, "concat.C1", "all operands must have the same dtype; cast first",
+                    GraphTypeError)
+        if t.rank != first.rank or any(
+                a != b for k, (a, b) in enumerate(zip(t.shape, first.shape, strict=True))
+                if k != axis):
+            op.fail(types, "concat.C2", f"operand {i} has shape {list(t.shape)}; all "
+                    f"operands must have rank {first.rank} and equal dims except axis {axis}")
+        total += t.shape[axis]
+    _same_device(op, types)
+    shape = list(first.shape)
+    shape[axis] = total
+    return (first.with_(shape=tuple(shape)),)
+
+
+def _concat(*values: np.ndarray, axis: int) -> np.ndarray:
+    return np.concatenate(values, axis=axis)
+
+
+def _concat_sample(src: ArgSource) -> OpCall:
+    dtype, shape = src.dtype(ALL), src.shape(min_rank=1)
+    axis = src.integer(-len(shape), len(shape) - 1)
+    arrays = []
+    for _ in range(src.integer(1, 4)):
+        s = list(shape)
+        s[axis] = src.integer(0, 4)
+        arrays.append(src.values(dtype, tuple(s)))
+    return OpCall(arrays, {"axis": axis})
+
+
+register(OpDef("concat", "Join tensors of one dtype along an existing axis.", "shape",
+               ("values",), ("axis",), _concat_infer, _concat, ALL, EXACT, variadic=True,
+               sample=_concat_sample))
+
+
+# -- split ---------------------------------------------------------------------------------
+def _split_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
+    t = op.check_tensor(types, 0)
+    axis = op.check_axis(types, attrs.get("axis"), t.rank)
+    sizes = _int_tuple(op, types, "split.C1", "sizes", attrs.get("sizes"))
+    if not sizes:
+        op.fail(types, "split.C1", "attribute sizes must not be empty")
+    if sum(sizes) != t.shape[axis]:
+        op.fail(types, "split.C2", f"sizes {list(sizes)} sum to {sum(sizes)}, but axis "
+                f"{axis} has size {t.shape[axis]}")
+    out = []
+    for s in sizes:
+        shape = list(t.shape)
+        shape[axis] = s
+        out.append(t.with_(shape=tuple(shape)))
+    return tuple(out)
+
+
+def _split(x: np.ndarray, *, sizes: tuple[int, ...], axis: int
+           ) -> np.ndarray | tuple[np.ndarray, ...]:
+    pieces = tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+    return pieces if len(pieces) > 1 else pieces[0]  # one result: a plain array (kernel API)
+
+
+def _split_sample(src: ArgSource) -> OpCall:
+    dtype, shape = src.dtype(ALL), src.shape(min_rank=1)
+    axis = src.integer(-len(shape), len(shape) - 1)
+    sizes: list[int] = []
+    rest = shape[axis]
+    while rest or not sizes or src.integer(0, 3) == 0:
+        s = src.integer(0, rest)
+        sizes.append(s)
+        rest -= s
+        if len(sizes) > 6:
+            sizes.append(rest)
+            break
+    return OpCall([src.values(dtype, shape)], {"sizes": tuple(sizes), "axis": axis})
+
+
+register(OpDef("split", "Cut a tensor along an axis into pieces of the given sizes.", "shape",
+               ("x",), ("sizes", "axis"), _split_infer, _split, ALL, EXACT,
+               sample=_split_sample))
+
+
+# -- gather --------------------------------------------------------------------------------
+def _gather_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                  ) -> tuple[ValueType, ...]:
+    x = op.check_tensor(types, 0)
+    idx = op.check_tensor(types, 1)
+    if idx.dtype not in INDEX:
+        op.fail(types, "gather.C1", f"indices dtype {idx.dtype.value} must be int32 or int64",
+                GraphTypeError)
+    axis = op.check_axis(types, attrs.get("axis"), x.rank)
+    _same_device(op, types)
+    return (x.with_(shape=x.shape[:axis] + idx.shape + x.shape[axis + 1:]),)
+
+
+def _normalized_index(indices: np.ndarray, n: int) -> np.ndarray:
+    """Indices as int64 with negatives counted from the end (may still be out of range)."""
+    idx = indices.astype(np.int64)
+    return np.where(idx < 0, idx + n, idx)
+
+
+def _gather(x: np.ndarray, indices: np.ndarray, *, axis: int) -> np.ndarray:
+    n = x.shape[axis]
+    axis %= x.ndim
+    if n == 0:  # every index is out of range: unspecified, the reference gives zeros
+        shape = x.shape[:axis] + indices.shape + x.shape[axis + 1:]
+        return np.zeros(shape, x.dtype)
+    idx = np.clip(_normalized_index(indices, n), 0, n - 1)  # out of range: unspecified
+    return np.take(x, idx, axis=axis)
+
+
+def _gather_unspecified(x: np.ndarray, indices: np.ndarray, *, axis: int) -> np.ndarray:
+    """Result elements read through an out-of-range index are unspecified (gather.C3)."""
+    axis %= x.ndim
+    n = x.shape[axis]
+    bad = (indices < -n) | (indices >= n)
+    shape = x.shape[:axis] + indices.shape + x.shape[axis + 1:]
+    lead = (1,) * axis
+    trail = (1,) * (x.ndim - axis - 1)
+    return np.broadcast_to(bad.reshape(lead + indices.shape + trail), shape)
+
+
+def _gather_sample(src: ArgSource) -> OpCall:
+    dtype, shape = src.dtype(ALL), src.shape(min_rank=1, max_rank=3)
+    axis = src.integer(-len(shape), len(shape) - 1)
+    n = shape[axis]
+    ishape = src.shape(max_rank=2) if n else (0,)
+    idtype = src.dtype(INDEX)
+    return OpCall([src.values(dtype, shape), src.values(idtype, ishape, f"index:{n}")],
+                  {"axis": axis})
+
+
+register(OpDef("gather", "Pick slices of x along an axis by integer indices (np.take).",
+               "shape", ("x", "indices"), ("axis",), _gather_infer, _gather, ALL, EXACT,
+               unspecified=_gather_unspecified, sample=_gather_sample))
+
+
+# -- scatter -------------------------------------------------------------------------------
+def _scatter_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                   ) -> tuple[ValueType, ...]:
+    x = op.check_tensor(types, 0)
+    upd = op.check_tensor(types, 1)
+    idx = op.check_tensor(types, 2)
+    if upd.dtype != x.dtype:
+        op.fail(types, "scatter.C1", "updates must have the dtype of x; cast first",
+                GraphTypeError)
+    if idx.dtype not in INDEX:
+        op.fail(types, "scatter.C2", f"indices dtype {idx.dtype.value} must be int32 or "
+                "int64", GraphTypeError)
+    axis = op.check_axis(types, attrs.get("axis"), x.rank)
+    if idx.shape != upd.shape:
+        op.fail(types, "scatter.C3", "indices and updates must have the same shape")
+    if idx.rank != x.rank or any(
+            a != b for k, (a, b) in enumerate(zip(idx.shape, x.shape, strict=True))
+            if k != axis):
+        op.fail(types, "scatter.C3", f"indices must have rank {x.rank} and the dims of x "
+                f"except on axis {axis}")
+    _same_device(op, types)
+    return (x,)
+
+
+def _scatter(x: np.ndarray, updates: np.ndarray, indices: np.ndarray, *, axis: int
+             ) -> np.ndarray:
+    """Copy of x with ``out[..., indices[p], ...] = updates[p]``; the last write in
+    row-major order of ``p`` wins; out-of-range writes are dropped (unspecified)."""
+    out = x.copy()
+    axis %= x.ndim
+    idx = _normalized_index(indices, x.shape[axis])
+    valid = (idx >= 0) & (idx < x.shape[axis])
+    coords: list[Any] = list(np.indices(indices.shape))  # row-major positions p
+    coords[axis] = idx
+    flat: Any = np.ravel_multi_index(tuple(c[valid] for c in coords), x.shape)
+    if flat.size:
+        _, first_in_reversed = np.unique(flat[::-1], return_index=True)
+        last = flat.size - 1 - first_in_reversed  # last occurrence of each target
+        out.reshape(-1)[flat[last]] = updates[valid][last]
+    return out
+
+
+def _scatter_unspecified(x: np.ndarray, updates: np.ndarray, indices: np.ndarray, *,
+                         axis: int) -> np.ndarray:
+    """A line along ``axis`` that receives an out-of-range index is unspecified (scatter.C5)."""
+    axis %= x.ndim
+    n = x.shape[axis]
+    bad = (indices < -n) | (indices >= n)
+    return np.broadcast_to(np.any(bad, axis=axis, keepdims=True), x.shape)
+
+
+def _scatter_sample(src: ArgSource) -> OpCall:
+    dtype, shape = src.dtype(ALL), src.shape(min_rank=1, max_rank=3)
+    axis = src.integer(-len(shape), len(shape) - 1)
+    n = shape[axis]
+    ishape = list(shape)
+    ishape[axis] = src.integer(0, 4) if n else 0
+    idtype = src.dtype(INDEX)
+    return OpCall([src.values(dtype, shape), src.values(dtype, tuple(ishape)),
+                   src.values(idtype, tuple(ishape), f"index:{n}")], {"axis": axis})
+
+
+register(OpDef("scatter", "Copy of x with updates written at indices along an axis "
+               "(np.put_along_axis; last write wins).", "shape", ("x", "updates", "indices"),
+               ("axis",), _scatter_infer, _scatter, ALL, EXACT,
+               unspecified=_scatter_unspecified, sample=_scatter_sample))
+
+
+# -- select --------------------------------------------------------------------------------
+def _select_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                  ) -> tuple[ValueType, ...]:
+    cond = op.check_tensor(types, 0)
+    if cond.dtype is not DType.bool:
+        op.fail(types, "select.C1", "condition must be bool", GraphTypeError)
+    t = same_types(op, types[1:])
+    if cond.shape != t.shape:
+        op.fail(types, "LOWER-1", "primitive operands must have identical shapes")
+    _same_device(op, types)
+    return (t,)
+
+
+def _select(cond: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.where(cond, x, y)
+
+
+def _sub_shape(src: ArgSource, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape that broadcasts to ``shape``: a suffix of it with some dims set to 1."""
+    return tuple(1 if src.boolean() else d for d in shape[src.integer(0, len(shape)):])
+
+
+def _select_sample(src: ArgSource) -> OpCall:
+    dtype, shape = _data(src)
+    shapes = [_sub_shape(src, shape) for _ in range(3)]
+    shapes[src.integer(0, 2)] = shape  # one operand has the full shape
+    return OpCall([src.values(DType.bool, shapes[0]), src.values(dtype, shapes[1]),
+                   src.values(dtype, shapes[2])])
+
+
+register(OpDef("select", "Elementwise choice: x where condition is true, else y (ops.where).",
+               "shape", ("condition", "x", "y"), (), _select_infer, _select, BOOL, EXACT,
+               promote=(1, 2), broadcast=True, sample=_select_sample))
+
+
+# -- pad -----------------------------------------------------------------------------------
+def _check_pad_value(op: OpDef, types: Sequence[ValueType], dtype: DType, value: Any) -> None:
+    if not isinstance(value, bool | int | float):
+        op.fail(types, "pad.C2", f"attribute value must be a Python number, got {value!r}",
+                GraphTypeError)
+    if dtype is DType.bool:
+        ok = isinstance(value, bool) or value in (0, 1)
+    elif dtype.is_integral():
+        info = np.iinfo(dtype.to_numpy())
+        ok = isinstance(value, int) and info.min <= value <= info.max
+    else:
+        ok = True
+    if not ok:
+        op.fail(types, "pad.C2", f"value {value!r} is not representable in {dtype.value}",
+                GraphTypeError)
+
+
+def _pad_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
+    t = op.check_tensor(types, 0)
+    paddings = attrs.get("paddings")
+    if not isinstance(paddings, tuple) or len(paddings) != t.rank or not all(
+            isinstance(p, tuple) and len(p) == 2 and all(_is_int(v) and v >= 0 for v in p)
+            for p in paddings):
+        op.fail(types, "pad.C1", f"attribute paddings must be {t.rank} pairs (lo, hi) of "
+                f"ints >= 0, got {paddings!r}")
+    _check_pad_value(op, types, t.dtype, attrs.get("value"))
+    pairs = zip(t.shape, paddings, strict=True)
+    return (t.with_(shape=tuple(d + lo + hi for d, (lo, hi) in pairs)),)
+
+
+def _pad(x: np.ndarray, *, paddings: tuple[tuple[int, int], ...], value: Any) -> np.ndarray:
+    shape = tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, paddings, strict=True))
+    out = np.full(shape, np.array(value).astype(x.dtype), x.dtype)
+    out[tuple(slice(lo, lo + d) for d, (lo, _) in zip(x.shape, paddings, strict=True))] = x
+    return out
+
+
+def _pad_sample(src: ArgSource) -> OpCall:
+    dtype, shape = src.dtype(ALL), src.shape(max_rank=3, max_side=4)
+    paddings = tuple((src.integer(0, 2), src.integer(0, 2)) for _ in shape)
+    value: Any
+    if dtype is DType.bool:
+        value = src.boolean()
+    elif dtype.is_integral():
+        info = np.iinfo(dtype.to_numpy())
+        value = src.choice([0, 1, int(info.min), int(info.max)])
+    else:
+        value = src.choice([0.0, -0.0, 1.5, float("inf"), float("nan"), -2])
+    return OpCall([src.values(dtype, shape)], {"paddings": paddings, "value": value})
+
+
+register(OpDef("pad", "Surround a tensor with a constant (np.pad, constant mode).", "shape",
+               ("x",), ("paddings", "value"), _pad_infer, _pad, ALL, EXACT,
+               sample=_pad_sample))
+
+
+# -- tile ----------------------------------------------------------------------------------
+def _tile_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
+    t = op.check_tensor(types, 0)
+    repeats = _int_tuple(op, types, "tile.C1", "repeats", attrs.get("repeats"), t.rank)
+    return (t.with_(shape=tuple(d * r for d, r in zip(t.shape, repeats, strict=True))),)
+
+
+def _tile(x: np.ndarray, *, repeats: tuple[int, ...]) -> np.ndarray:
+    return np.tile(x, repeats)
+
+
+def _tile_sample(src: ArgSource) -> OpCall:
+    dtype, shape = src.dtype(ALL), src.shape(max_rank=3, max_side=3)
+    return OpCall([src.values(dtype, shape)],
+                  {"repeats": tuple(src.integer(0, 3) for _ in shape)})
+
+
+register(OpDef("tile", "Repeat the whole tensor repeats[i] times along each axis i.", "shape",
+               ("x",), ("repeats",), _tile_infer, _tile, ALL, EXACT, sample=_tile_sample))

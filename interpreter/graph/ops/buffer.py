@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ...dtype import DType
 from ...errors import GraphTypeError
 from ...types import DeviceRef
-from ..core import BufferValue, TensorValue, Value
-from ._staging import stage, stage1
-from .indexing import slice_triples
+from ..core import BufferValue, TensorValue
+from ._staging import Operand, constant, is_scalar, stage, stage1, weak_dtype
+from .indexing import result_shape, slice_triples
 
 
 def buffer_load(buffer: BufferValue) -> TensorValue:
@@ -22,28 +24,27 @@ def buffer_store(destination: BufferValue, source: TensorValue) -> None:
     stage("buffer_store", (destination, source))
 
 
-def buffer_store_slice(destination: BufferValue, source: TensorValue, indices: Any) -> None:
+def buffer_store_slice(destination: BufferValue, source: Operand, indices: Any) -> None:
     """Overwrite ``destination[indices]`` with ``source`` (numpy basic indexing, MUT-3).
 
-    ``source`` must have the shape of the selected region with integer-indexed axes kept as
-    size 1 or dropped (either is accepted)."""
+    ``source`` has the region's shape, with each integer-indexed axis either kept as size 1
+    or dropped (numpy's ``a[indices]`` shape); nothing else is reshaped. A Python scalar
+    source is a weak constant of the buffer's dtype (for a one-element region)."""
     if not isinstance(destination, BufferValue):
         raise GraphTypeError(f"buffer_store_slice: destination must be a buffer value, got "
-                             f"{destination!r}")
+                             f"{destination!r} [GRAPH-4]")
     triples, keep_shape = slice_triples("buffer_store_slice", destination.shape, indices)
-    if isinstance(source, Value) and source.shape != keep_shape:
+    dropped = result_shape(destination.shape, indices, keep_shape)
+    if is_scalar(source):  # a weak Python scalar takes the buffer's dtype (PROMO-4)
+        value = source.item() if isinstance(source, np.generic) else source
+        source = constant(destination.graph, value,
+                          weak_dtype("buffer_store_slice", value, destination.dtype),
+                          destination.device)
+    if isinstance(source, TensorValue) and source.shape != keep_shape and source.shape == dropped:
         from .shape import reshape
 
-        if source.type.num_elements == _prod(keep_shape):
-            source = reshape(source, keep_shape)
+        source = reshape(source, keep_shape)
     stage("buffer_store_slice", (destination, source), {"slices": triples})
-
-
-def _prod(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def buffer_create(dtype: DType, shape: tuple[int, ...], device: DeviceRef | None = None

@@ -31,7 +31,7 @@ def mod(lhs: Operand, rhs: Operand) -> TensorValue:
     return stage1("mod", (lhs, rhs))
 
 
-def pow(lhs: Operand, rhs: Operand) -> TensorValue:  # noqa: A001 - MAX name
+def pow(lhs: Operand, rhs: Operand) -> TensorValue:  # MAX name (shadows a builtin)
     return stage1("pow", (lhs, rhs))
 
 
@@ -89,7 +89,7 @@ def negate(x: TensorValue) -> TensorValue:
     return stage1("negate", (x,))
 
 
-def abs(x: TensorValue) -> TensorValue:  # noqa: A001 - MAX name
+def abs(x: TensorValue) -> TensorValue:  # MAX name (shadows a builtin)
     return stage1("abs", (x,))
 
 
@@ -149,7 +149,7 @@ def ceil(x: TensorValue) -> TensorValue:
     return stage1("ceil", (x,))
 
 
-def round(x: TensorValue) -> TensorValue:  # noqa: A001 - MAX name
+def round(x: TensorValue) -> TensorValue:  # MAX name (shadows a builtin)
     return stage1("round", (x,))
 
 

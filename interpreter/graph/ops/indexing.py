@@ -1,4 +1,9 @@
-"""numpy-style indexing normalized to per-axis (start, stop, step) triples (INDEX-1..4)."""
+"""numpy-style basic indexing normalized to per-axis (start, stop, step) triples.
+
+spec/indexing.md: INDEX-1 (bounds-checked ints), INDEX-2 (slices clamp as numpy), INDEX-3
+(Ellipsis, None, too many indices), INDEX-4 (unsupported index kinds), SLICE-1 (the
+canonical triple).
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import GraphIndexError, GraphTypeError
+from ...errors import GraphIndexError, GraphShapeError, GraphTypeError
 
 Triple = tuple[int | None, int | None, int]
 
+__all__ = ["canonical_triple", "expand_index", "result_shape", "slice_triples"]
 
-def _expand(op: str, rank: int, index: Any) -> list[Any]:
+
+def expand_index(op: str, rank: int, index: Any) -> list[Any]:
+    """The index as a list with Ellipsis replaced by full slices and missing trailing
+    indices added, so every item but ``None`` consumes one axis (INDEX-3)."""
     items = list(index) if isinstance(index, tuple) else [index]
     n_ellipsis = sum(1 for i in items if i is Ellipsis)
     if n_ellipsis > 1:
@@ -28,36 +37,46 @@ def _expand(op: str, rank: int, index: Any) -> list[Any]:
     return items
 
 
+def canonical_triple(dim: int, start: int, stop: int, step: int) -> Triple:
+    """The SLICE-1 canonical form of ``slice(start, stop, step).indices(dim)``: an empty
+    selection is ``(0, 0, 1)``; otherwise ``start`` is the first element taken and ``stop``
+    is one step-direction past the last (``None`` when a negative step ends at index 0)."""
+    n = len(range(start, stop, step))
+    if n == 0:
+        return (0, 0, 1)
+    last = start + (n - 1) * step
+    end = last + (1 if step > 0 else -1)
+    return (start, end if end >= 0 else None, step)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+
 def slice_triples(op: str, shape: tuple[int, ...], index: Any
                   ) -> tuple[tuple[Triple, ...], tuple[int, ...]]:
-    """Normalize a basic index into one triple per axis and the region's shape.
+    """Normalize a basic index into one canonical triple per axis and the region's shape.
 
     Integer indices are bounds-checked (negative counts from the end) and keep their axis as
     size 1 in the region shape; ``None`` (new axes) is not allowed here.
     """
     triples: list[Triple] = []
     region: list[int] = []
-    items = _expand(op, len(shape), index)
-    axis = 0
-    for item in items:
+    for axis, item in enumerate(expand_index(op, len(shape), index)):
         if item is None:
             raise GraphTypeError(f"{op}: None (new axis) is not allowed here [INDEX-3]")
         dim = shape[axis]
         if isinstance(item, slice):
-            step = 1 if item.step is None else item.step
-            for v in (item.start, item.stop, step):
-                if v is not None and not isinstance(v, int | np.integer):
+            for v in (item.start, item.stop, item.step):
+                if v is not None and not _is_int(v):
                     raise GraphTypeError(f"{op}: slice bounds must be ints or None, got "
-                                         f"{item!r} [INDEX-2]")
-            if step == 0:
-                raise GraphIndexError(f"{op}: slice step cannot be zero [INDEX-2]")
-            start, stop, step = slice(item.start, item.stop, step).indices(dim)
-            n = len(range(start, stop, step))
-            # canonical triple: stop None when a negative step runs past the beginning
-            stop_c: int | None = stop if stop >= 0 else None
-            triples.append((start, stop_c, int(step)))
-            region.append(n)
-        elif isinstance(item, int | np.integer) and not isinstance(item, bool):
+                                         f"{item!r} [INDEX-4]")
+            if item.step is not None and int(item.step) == 0:
+                raise GraphShapeError(f"{op}: slice step cannot be zero [INDEX-2]")
+            start, stop, step = slice(item.start, item.stop, item.step).indices(dim)
+            triples.append(canonical_triple(dim, start, stop, step))
+            region.append(len(range(start, stop, step)))
+        elif _is_int(item):
             i = int(item)
             if not -dim <= i < dim:
                 raise GraphIndexError(f"{op}: index {i} is out of bounds for axis {axis} with "
@@ -66,19 +85,18 @@ def slice_triples(op: str, shape: tuple[int, ...], index: Any
             triples.append((i, i + 1, 1))
             region.append(1)
         else:
-            raise GraphTypeError(f"{op}: unsupported index {item!r}; expected int, slice, "
-                                 "Ellipsis or None [INDEX-4]")
-        axis += 1
+            raise GraphTypeError(f"{op}: unsupported index {item!r} of type "
+                                 f"{type(item).__name__}; expected int, slice, Ellipsis, None, "
+                                 "a 1-D list of ints or an integer tensor [INDEX-4]")
     return tuple(triples), tuple(region)
 
 
 def result_shape(shape: tuple[int, ...], index: Any, region: tuple[int, ...]
                  ) -> tuple[int, ...]:
     """numpy's result shape: integer-indexed axes dropped, ``None`` adds a size-1 axis."""
-    items = _expand("getitem", len(shape), index)
     out: list[int] = []
     axis = 0
-    for item in items:
+    for item in expand_index("getitem", len(shape), index):
         if item is None:
             out.append(1)
             continue

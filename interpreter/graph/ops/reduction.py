@@ -1,5 +1,92 @@
-"""reduction graph-building functions."""
+"""Reduction graph-building functions (MAX ``ops`` names; spec/reductions.md).
+
+Each reduces one axis (default the last) and keeps it with size 1 (REDUCE-1).
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from ...errors import GraphShapeError, GraphTypeError
+from ..core import TensorValue, Value
+from ._staging import Operand, stage, stage1
+from .elementwise import maximum, minimum
+
+
+def sum(x: TensorValue, axis: int = -1) -> TensorValue:
+    return stage1("reduce_sum", (x,), {"axis": axis})
+
+
+def mean(x: TensorValue, axis: int = -1) -> TensorValue:
+    """Arithmetic mean (floats only: an integer mean is an error, not a truncation)."""
+    if isinstance(x, Value) and not x.dtype.is_float():
+        raise GraphTypeError(f"mean: the mean of a {x.dtype.value} tensor is not defined; "
+                             "cast it to a float dtype first, e.g. "
+                             f"ops.mean(x.cast(DType.float32)) [reduce_mean.C1]; operands: "
+                             f"({x.type})")
+    return stage1("reduce_mean", (x,), {"axis": axis})
+
+
+def prod(x: TensorValue, axis: int = -1) -> TensorValue:
+    return stage1("reduce_prod", (x,), {"axis": axis})
+
+
+def _extreme(name: str, x: TensorValue, y: Operand | None, axis: int | None) -> TensorValue:
+    if y is not None:
+        if axis is not None:
+            raise GraphShapeError(f"{name}: Axis not allowed for elementwise {name} (two "
+                                  f"operands); got axis={axis!r} [REDUCE-7]")
+        return maximum(x, y) if name == "max" else minimum(x, y)
+    return stage1(f"reduce_{name}", (x,), {"axis": -1 if axis is None else axis})
+
+
+def max(x: TensorValue, y: Operand | None = None, axis: int | None = None
+        ) -> TensorValue:
+    """``max(x, y)``: elementwise maximum; ``max(x, axis=-1)``: reduction (REDUCE-7)."""
+    return _extreme("max", x, y, axis)
+
+
+def min(x: TensorValue, y: Operand | None = None, axis: int | None = None
+        ) -> TensorValue:
+    """``min(x, y)``: elementwise minimum; ``min(x, axis=-1)``: reduction (REDUCE-7)."""
+    return _extreme("min", x, y, axis)
+
+
+def argmax(x: TensorValue, axis: int = -1) -> TensorValue:
+    return stage1("argmax", (x,), {"axis": axis})
+
+
+def argmin(x: TensorValue, axis: int = -1) -> TensorValue:
+    return stage1("argmin", (x,), {"axis": axis})
+
+
+def cumsum(x: TensorValue, axis: int = -1, exclusive: bool = False, reverse: bool = False
+           ) -> TensorValue:
+    return stage1("cumsum", (x,), {"axis": axis, "exclusive": exclusive, "reverse": reverse})
+
+
+def softmax(x: TensorValue, axis: int = -1) -> TensorValue:
+    return stage1("softmax", (x,), {"axis": axis})
+
+
+def logsoftmax(x: TensorValue, axis: int = -1) -> TensorValue:
+    return stage1("logsoftmax", (x,), {"axis": axis})
+
+
+def top_k(x: TensorValue, k: int, axis: int = -1) -> tuple[TensorValue, TensorValue]:
+    """The ``k`` largest elements along ``axis`` (descending) and their int64 indices."""
+    values, indices = stage("top_k", (x,), {"k": k, "axis": axis})
+    return values, indices  # type: ignore[return-value]
+
+
+__all__ = [
+    "argmax",
+    "argmin",
+    "cumsum",
+    "logsoftmax",
+    "max",
+    "mean",
+    "min",
+    "prod",
+    "softmax",
+    "sum",
+    "top_k",
+]
