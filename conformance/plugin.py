@@ -1,1 +1,213 @@
-"""pytest plugin of the conformance suite (placeholder; see issue 4)."""
+"""pytest plugin of the conformance suite (entry point ``pytest11: eager_conformance``).
+
+Loaded in every pytest run of an environment where the package is installed, so it is inert
+unless the run targets the suite (a path inside ``conformance/``, ``--pyargs conformance``,
+or an explicit ``--executor``): it then resolves the executor (CONF-1), prints it with its
+version and the relevant environment in the header (CONF-2), loads the hypothesis profile
+(CONF-3: ``dev`` unless ``--hypothesis-profile`` says otherwise, whatever ``CI`` is) and
+registers the expectation/report/isolation plugins that live next to it.
+
+Fixtures: ``executor`` (the executor under test, session-wide), ``reference`` (an
+``InterpreterExecutor``), ``conformance_artifacts`` (the test's :class:`ArtifactDir`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+
+from .artifacts import ArtifactDir
+from .executors import REFERENCE_SPEC, ExecutorSpecError, ResolvedExecutor, relevant_env, resolve
+from .outcomes import pop_strict, push_strict
+
+__all__ = ["PROFILES", "executor", "reference"]
+
+_HERE = Path(__file__).resolve().parent
+_RESOLVED = pytest.StashKey[ResolvedExecutor]()
+_ACTIVE = pytest.StashKey[bool]()
+_PREVIOUS = pytest.StashKey[tuple[str | None, Any]]()
+#: sibling modules that are themselves pytest plugins (registered when importable)
+_PLUGINS = ("expectations", "report", "isolate")
+
+_SUPPRESS = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large,
+             HealthCheck.function_scoped_fixture]
+#: Hypothesis profiles (CONF-3). No deadline anywhere: first executor calls may compile.
+PROFILES: dict[str, dict[str, Any]] = {
+    "dev": {"max_examples": 10, "deadline": None, "suppress_health_check": _SUPPRESS,
+            "report_multiple_bugs": False},
+    "ci": {"max_examples": 20, "deadline": None, "derandomize": True, "database": None,
+           "print_blob": True, "suppress_health_check": _SUPPRESS,
+           "report_multiple_bugs": False},
+    "thorough": {"max_examples": 200, "deadline": None, "suppress_health_check": _SUPPRESS,
+                 "report_multiple_bugs": False,
+                 "phases": [Phase.explicit, Phase.reuse, Phase.generate, Phase.target,
+                            Phase.shrink]},
+}
+
+# ``dev`` and ``thorough`` are new names: registering them changes nothing until loaded.
+for _name in ("dev", "thorough"):
+    settings.register_profile(_name, **PROFILES[_name])
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("eager-conformance", "conformance suite (pytest conformance/)")
+    group.addoption("--executor", default=None, metavar="MODULE:ATTR",
+                    help="executor under test: module:Class, module:factory or "
+                         "module:attr.path, built with no arguments (default: the "
+                         "reference interpreter)")
+    group.addoption("--conformance-artifacts", default=".conformance", metavar="DIR",
+                    help="where failing tests write graph.txt, inputs.npz, expected/actual "
+                         "and repro.py (default: .conformance/)")
+    group.addoption("--conformance-xfails", default=None, metavar="FILE",
+                    help="TOML file of expected failures")
+    group.addoption("--conformance-strict", action="store_true", default=False,
+                    help="report refusals (UnsupportedGraphError) as failures")
+    group.addoption("--conformance-report", default=None, metavar="PATH",
+                    help="write the JSON report to PATH and the HTML page next to it")
+    group.addoption("--conformance-isolate", action="store_true", default=False,
+                    help="run every executor call in a child process (crash containment)")
+    group.addoption("--conformance-timeout", type=float, default=None, metavar="SECONDS",
+                    help="kill an executor call running longer than this (with "
+                         "--conformance-isolate; default 60)")
+
+
+def targets_conformance(config: pytest.Config) -> bool:
+    """Whether this run collects the conformance suite (else the plugin stays silent)."""
+    opt = config.option
+    if getattr(opt, "executor", None) or any(
+            getattr(opt, name, None) for name in ("conformance_xfails", "conformance_report",
+                                                  "conformance_isolate",
+                                                  "conformance_strict")):
+        return True
+    base = Path(config.invocation_params.dir)
+    for arg in config.args:
+        target = str(arg).split("::", 1)[0]
+        if getattr(opt, "pyargs", False) and target.split(".")[0] == "conformance":
+            return True
+        try:
+            p = (base / target).resolve()
+        except OSError:
+            continue
+        if p == _HERE or _HERE in p.parents or p in _HERE.parents:
+            return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    active = targets_conformance(config)
+    config.stash[_ACTIVE] = active
+    push_strict(bool(config.getoption("conformance_strict")))
+    if not active:
+        return
+    config.addinivalue_line("markers", "spec(*ids): the spec rule ids a test checks")
+    # our ``ci`` replaces hypothesis' built-in one only in runs of the suite (restored in
+    # pytest_unconfigure, so an in-process run of the suite leaves its caller unchanged)
+    config.stash[_PREVIOUS] = (settings.get_current_profile_name(), settings.get_profile("ci"))
+    settings.register_profile("ci", **PROFILES["ci"])
+    settings.load_profile(config.getoption("hypothesis_profile", None) or "dev")
+    spec = config.getoption("executor")
+    if spec:
+        try:
+            config.stash[_RESOLVED] = resolve(spec)
+        except ExecutorSpecError as e:
+            raise pytest.UsageError(str(e)) from None
+    for name in _PLUGINS:
+        modname = f"{__package__}.{name}"
+        if config.pluginmanager.has_plugin(modname):
+            continue
+        if importlib.util.find_spec(modname) is None:
+            continue
+        module = importlib.import_module(modname)
+        if not config.pluginmanager.is_registered(module):
+            config.pluginmanager.register(module, modname)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    pop_strict()
+    previous = config.stash.get(_PREVIOUS, None)
+    if previous is not None:
+        name, ci = previous
+        settings.register_profile("ci", ci)
+        if name is not None:
+            settings.load_profile(name)
+
+
+def resolved_executor(config: pytest.Config) -> ResolvedExecutor:
+    """The executor under test for this run (resolved once per session)."""
+    if _RESOLVED not in config.stash:
+        config.stash[_RESOLVED] = resolve(config.getoption("executor"))
+    return config.stash[_RESOLVED]
+
+
+def executor_spec(config: pytest.Config) -> str:
+    return config.getoption("executor") or REFERENCE_SPEC
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    if not config.stash.get(_ACTIVE, False):
+        return []
+    try:
+        r = resolved_executor(config)
+        line = f"eager-conformance executor: {r.describe()}"
+    except ExecutorSpecError as e:
+        line = f"eager-conformance executor: ERROR {e}"
+    env = relevant_env()
+    shown = ", ".join(f"{k}={v!r}" for k, v in env.items()) or "(none set)"
+    flags = [f"profile {settings.get_current_profile_name()!r}",
+             f"artifacts {config.getoption('conformance_artifacts')}"]
+    for opt in ("conformance_xfails", "conformance_report", "conformance_timeout"):
+        if config.getoption(opt) is not None:
+            flags.append(f"{opt.split('_', 1)[1]} {config.getoption(opt)}")
+    for opt in ("conformance_strict", "conformance_isolate"):
+        if config.getoption(opt):
+            flags.append(opt.split("_", 1)[1])
+    return [line, f"eager-conformance: {'; '.join(flags)}",
+            f"eager-conformance environment: {shown}"]
+
+
+@pytest.fixture(scope="session")
+def executor(request: pytest.FixtureRequest) -> Any:
+    """The executor under test (``--executor``; default the reference interpreter)."""
+    ex = resolved_executor(request.config).executor
+    if importlib.util.find_spec(f"{__package__}.isolate") is not None:
+        isolate = importlib.import_module(f"{__package__}.isolate")
+        wrap = getattr(isolate, "wrap_executor", None)
+        if wrap is not None:
+            ex = wrap(request.config, ex)
+    return ex
+
+
+@pytest.fixture(scope="session")
+def reference() -> Any:
+    """The reference executor (a fresh ``InterpreterExecutor``)."""
+    from interpreter.executor import InterpreterExecutor
+
+    return InterpreterExecutor()
+
+
+@pytest.fixture
+def conformance_artifacts(request: pytest.FixtureRequest) -> Iterator[ArtifactDir]:
+    """This test's artifact directory (written on demand; removed if the test passes)."""
+    config = request.config
+    root = Path(config.invocation_params.dir) / config.getoption("conformance_artifacts")
+    art = ArtifactDir(root, request.node.nodeid, executor_spec(config),
+                      config.invocation_params.dir)
+    yield art
+    rep = getattr(request.node, "_conformance_call_report", None)
+    if rep is not None and (rep.passed or rep.skipped) and not hasattr(rep, "wasxfail"):
+        art.discard()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    rep = yield
+    if rep.when == "call":
+        item._conformance_call_report = rep  # type: ignore[attr-defined]
+    return rep

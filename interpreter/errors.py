@@ -54,3 +54,15 @@ class UnsupportedGraphError(EagerConformanceError, RuntimeError):
 
 class GraphIndexError(EagerConformanceError, IndexError):
     """An integer index is out of bounds at staging time (INDEX-1)."""
+
+
+class RealizationError(EagerConformanceError, TypeError):
+    """Misuse of tensors or realization contexts (spec/realization.md, REAL-n)."""
+
+
+class ExecutorResultError(EagerConformanceError, RuntimeError):
+    """An executor returned outputs that do not match the graph's declared outputs (REAL-n)."""
+
+
+class ExecutorUnavailableError(EagerConformanceError, RuntimeError):
+    """A named executor (``compile``, ``jit``, ``composite``) is not installed (SEL-n)."""

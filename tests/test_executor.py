@@ -20,8 +20,8 @@ F32 = DType.float32
 
 
 def five_op_graph() -> Graph:
-    """constant, broadcast_to (from lowering), add, mul, exp."""
-    return lower(build(lambda x: ops.exp((x + 1.0) * x), np.zeros(3, np.float32)))
+    """constant (a splat, PROMO-4), add, mul, exp, sqrt."""
+    return lower(build(lambda x: ops.sqrt(ops.exp((x + 1.0) * x)), np.zeros(3, np.float32)))
 
 
 @pytest.mark.spec("EXEC-1")
@@ -59,7 +59,7 @@ def test_threshold_refuses_before_any_side_effect() -> None:
 @pytest.mark.spec("EXEC-2")
 def test_max_ops_two_refuses_a_five_op_graph() -> None:
     g = five_op_graph()
-    assert [n.name for n in g.nodes] == ["constant", "broadcast_to", "add", "mul", "exp"]
+    assert [n.name for n in g.nodes] == ["constant", "add", "mul", "exp", "sqrt"]
     with pytest.raises(UnsupportedGraphError):
         InterpreterExecutor(max_ops=2).execute(g, [np.zeros(3, np.float32)])
 

@@ -129,7 +129,7 @@ def test_verifier_catches_broken_graphs() -> None:
     g2.nodes.reverse()
     with pytest.raises(GraphVerificationError, match="before it is defined"):
         verify(g2)
-    g3 = build(lambda x: x + 1.0, np.zeros(2, np.float32))
+    g3 = build(lambda x, y: x + y, np.zeros(2, np.float32), np.zeros(1, np.float32))
     g3.needs_lowering = False
     with pytest.raises(GraphVerificationError, match="needs lowering"):
         verify(g3)

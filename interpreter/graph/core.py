@@ -10,11 +10,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar, Token
+from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GraphBuildError
 from ..registry import OpDef
 from ..types import BufferType, DeviceRef, TensorType, ValueType
+from .normalize import normalized_types
 
 if TYPE_CHECKING:
     from ..dtype import DType
@@ -22,17 +24,22 @@ if TYPE_CHECKING:
 __all__ = ["BufferValue", "Graph", "Node", "TensorValue", "Value"]
 
 _CURRENT: ContextVar[Graph | None] = ContextVar("current_graph", default=None)
-_INTERNAL = "interpreter"
+_INTERNAL_CODE: dict[CodeType, bool] = {}  # code object -> defined inside this package?
 
 
 def _user_location() -> tuple[str, int] | None:
     """file:line of the first stack frame outside this package (recorded per staged op)."""
-    f = sys._getframe(2)
+    f: FrameType | None = sys._getframe(2)
     while f is not None:
-        mod = f.f_globals.get("__name__", "")
-        if not (mod == _INTERNAL or mod.startswith("interpreter.")):
-            return (f.f_code.co_filename, f.f_lineno)
-        f = f.f_back  # type: ignore[assignment]
+        code = f.f_code
+        internal = _INTERNAL_CODE.get(code)
+        if internal is None:
+            mod = f.f_globals.get("__name__", "")
+            internal = _INTERNAL_CODE[code] = (mod == "interpreter"
+                                               or mod.startswith("interpreter."))
+        if not internal:
+            return (code.co_filename, f.f_lineno)
+        f = f.f_back
     return None
 
 
@@ -215,26 +222,24 @@ class Graph(metaclass=_GraphMeta):
         Operands may still need implicit promotion/broadcasting (the high level); the
         lowering pass makes that explicit (GRAPH-7).
         """
-        from .lowering import normalized_types
-
+        types = []
         for v in operands:
             if v.graph is not self:
                 raise GraphBuildError(f"{op.name}: operand {v!r} belongs to graph "
                                       f"{v.graph.name!r}, not {self.name!r}")
-        types = [v.type for v in operands]
+            types.append(v.type)
+        if len(types) != len(op.operands) and not (op.variadic and types):
+            want = "at least one operand" if op.variadic else \
+                f"{len(op.operands)} operands ({', '.join(op.operands)})"
+            op.fail(types, "GRAPH-4", f"expects {want}, got {len(types)}")
         norm = normalized_types(op, types)
+        if types and norm[0].dtype not in op.dtypes:
+            op.check_dtype(types, norm[0])  # raises OPDT-1
         attrs = dict(attrs)
-        if op.variadic and not types:
-            op.fail(types, "GRAPH-4", "expects at least one operand")
-        if not op.variadic and len(types) != len(op.operands):
-            op.fail(types, "GRAPH-4", f"expects {len(op.operands)} operands "
-                    f"({', '.join(op.operands)}), got {len(types)}")
-        if types:
-            op.check_dtype(types, norm[0])
         result_types = op.infer(op, norm, attrs)
         if norm is not types:
             self.needs_lowering = True
-        results = tuple(Value.of(self, t) for t in result_types)
+        results = tuple([Value.of(self, t) for t in result_types])
         self.nodes.append(Node(op, tuple(operands), attrs, results, _user_location()))
         return results
 

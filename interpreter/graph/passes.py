@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import GraphVerificationError
 from ..types import TensorType
 from .core import Graph, Value
-from .lowering import normalized_types
+from .normalize import normalized_types
 
 __all__ = ["dead_code_elimination", "remove_unused_inputs", "verify"]
 

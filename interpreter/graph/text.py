@@ -67,6 +67,8 @@ def format_attr(value: Any) -> str:
     """The text of one attribute value (TEXT-4); ``parse_attr`` reads it back exactly."""
     if isinstance(value, np.ndarray):
         dims = ",".join(map(str, value.shape))
+        if value.size > 1 and not any(value.strides):  # a splat (broadcast view), TEXT-4
+            return f"array<{_np_dtype(value).short}[{dims}] splat {_hex(value.flat[:1])}>"
         return f"array<{_np_dtype(value).short}[{dims}] {_hex(value)}>"
     if isinstance(value, np.generic):
         return f"scalar<{_np_dtype(value).short} {_hex(np.asarray(value))}>"
@@ -385,7 +387,14 @@ class _Parser:
             self.next()
             self.expect("<")
             dtype, shape = self.dtype(), self.shape()
-            arr = self.raw_bytes(dtype, shape)
+            if self.tok.kind == "ident" and self.tok.text == "splat":
+                self.next()
+                one = self.raw_bytes(dtype, (1,))
+                arr = np.broadcast_to(one.reshape(()), shape)
+                if arr.size <= 1:
+                    raise _fail(self.tok, "a splat of more than one element")
+            else:
+                arr = self.raw_bytes(dtype, shape)
             self.expect(">")
             return arr
         if word == "scalar":

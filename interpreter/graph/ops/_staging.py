@@ -9,8 +9,8 @@ import numpy as np
 
 from ...dtype import DType
 from ...errors import GraphTypeError
-from ...promotion import promote_dtypes
-from ...registry import get_op
+from ...promotion import broadcast_shapes, promote_dtypes
+from ...registry import OpDef, get_op
 from ...types import DeviceRef
 from ..core import Graph, TensorValue, Value
 
@@ -51,8 +51,11 @@ def weak_dtype(op: str, value: Any, like: DType | None) -> DType:
     return like
 
 
-def constant(graph: Graph, value: Any, dtype: DType, device: DeviceRef) -> TensorValue:
+def constant(graph: Graph, value: Any, dtype: DType, device: DeviceRef,
+             shape: tuple[int, ...] = ()) -> TensorValue:
+    """A weak scalar constant, splatted to ``shape`` (a read-only broadcast view)."""
     arr = np.array(value, dtype=dtype.to_numpy())
+    arr = np.broadcast_to(arr, shape) if shape else arr
     arr.flags.writeable = False
     (v,) = graph.stage(get_op("constant"), (), {"value": arr, "device": device})
     return v  # type: ignore[return-value]
@@ -69,32 +72,37 @@ def stage(name: str, operands: Sequence[Any], attrs: dict[str, Any] | None = Non
           ) -> tuple[Value, ...]:
     """Stage op ``name``; Python scalars among ``operands`` become weak constants."""
     op = get_op(name)
-    graph = graph_of(operands)
-    if any(is_scalar(a) for a in operands):
-        group = op.promote or tuple(range(len(operands)))
-        tensors = [operands[i] for i in group if isinstance(operands[i], Value)]
-        like = promote_dtypes([t.dtype for t in tensors]) if tensors else None
-        if tensors and like is None:
-            like = tensors[0].dtype  # staging will report PROMO-2 with the operand types
-        device = next((a.device for a in operands if isinstance(a, Value)), DeviceRef.CPU())
-        converted = []
-        for a in operands:
-            if is_scalar(a):
-                if not isinstance(a, bool | int | float):
-                    a = a.item()
-                wd = default_dtype(a) if like is None else weak_dtype(name, a, like)
-                a = constant(graph, a, wd, device)
-            elif not isinstance(a, Value):
-                raise GraphTypeError(f"{name}: operand {a!r} is not a graph value or a "
-                                     "Python scalar")
-            converted.append(a)
-        operands = converted
-    else:
-        for a in operands:
-            if not isinstance(a, Value):
-                raise GraphTypeError(f"{name}: operand {a!r} is not a graph value or a "
-                                     "Python scalar")
+    if not all(isinstance(a, Value) for a in operands):
+        operands = _weak_constants(op, operands)
+    graph = operands[0].graph if operands else Graph.current
     return graph.stage(op, operands, attrs or {})
+
+
+def _weak_constants(op: OpDef, operands: Sequence[Any]) -> list[Value]:
+    """Replace Python scalars by weak constants (PROMO-4); reject anything else."""
+    graph = graph_of(operands)
+    group = op.promote or tuple(range(len(operands)))
+    tensors = [operands[i] for i in group if isinstance(operands[i], Value)]
+    like = promote_dtypes([t.dtype for t in tensors]) if tensors else None
+    if tensors and like is None:
+        like = tensors[0].dtype  # staging will report PROMO-2 with the operand types
+    values = [a for a in operands if isinstance(a, Value)]
+    device = values[0].device if values else DeviceRef.CPU()
+    # splat to the tensors' broadcast shape: the op then needs no broadcast_to (LOWER-1)
+    shape = (broadcast_shapes([v.shape for v in values]) or ()) if op.broadcast and values \
+        else ()
+    converted = []
+    for a in operands:
+        if is_scalar(a):
+            if not isinstance(a, bool | int | float):
+                a = a.item()
+            wd = default_dtype(a) if like is None else weak_dtype(op.name, a, like)
+            a = constant(graph, a, wd, device, shape)
+        elif not isinstance(a, Value):
+            raise GraphTypeError(f"{op.name}: operand {a!r} is not a graph value or a "
+                                 "Python scalar")
+        converted.append(a)
+    return converted
 
 
 def stage1(name: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None

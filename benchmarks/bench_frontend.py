@@ -1,0 +1,75 @@
+"""Front-end overhead: eager realization end to end and lazy staging cost.
+
+Run: ``pytest benchmarks/bench_frontend.py --benchmark-only``. Targets on a 2-core machine:
+(a) ``x + x`` realized eagerly outside any context <= 30 µs; (b) a 10-op chain on a
+[64, 64] float32 tensor in one eager context <= 100 µs; (c) staging one op in a lazy
+context <= 5 µs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from interpreter.realization_context import EagerRealizationContext, LazyRealizationContext
+from interpreter.tensor import Tensor, realization_context
+
+N_STAGED = 1000
+
+
+@pytest.fixture(scope="module")
+def small() -> Tensor:
+    return Tensor.from_dlpack(np.arange(4, dtype=np.float32))
+
+
+@pytest.fixture(scope="module")
+def square() -> Tensor:
+    return Tensor.from_dlpack(np.random.default_rng(0).random((64, 64), np.float32))
+
+
+def test_a_eager_add_outside_context(benchmark, small: Tensor) -> None:  # type: ignore[no-untyped-def]
+    y = benchmark(lambda: small + small)
+    assert y.real and np.array_equal(y.to_numpy(), np.arange(4, dtype=np.float32) * 2)
+
+
+def chain10(x: Tensor) -> Tensor:
+    ctx = EagerRealizationContext()
+    with ctx, realization_context(ctx):
+        y = x + 1.0
+        y = y * 2.0
+        y = y - x
+        y = y / 3.0
+        y = y * y
+        y = y + x
+        y = y - 0.5
+        y = y * x
+        y = y + 2.0
+        y = y / 4.0
+    return y
+
+
+def test_b_chain_of_10_ops_64x64(benchmark, square: Tensor) -> None:  # type: ignore[no-untyped-def]
+    y = benchmark(chain10, square)
+    x = square.to_numpy()
+    one, two, three = np.float32(1), np.float32(2), np.float32(3)
+    e = (x + one) * two
+    e = (e - x) / three
+    e = e * e + x
+    e = (e - np.float32(0.5)) * x
+    e = (e + two) / np.float32(4)
+    assert y.real and np.allclose(y.to_numpy(), e, rtol=1e-6)
+
+
+def stage_many(x: Tensor) -> Tensor:
+    ctx = LazyRealizationContext()
+    with ctx, realization_context(ctx):
+        y = x
+        for _ in range(N_STAGED):
+            y = y + x
+    return y
+
+
+def test_c_lazy_staging_per_op(benchmark, small: Tensor) -> None:  # type: ignore[no-untyped-def]
+    """Divide the reported time by N_STAGED for the per-op staging cost."""
+    y = benchmark(stage_many, small)
+    assert not y.real

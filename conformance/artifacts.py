@@ -1,0 +1,210 @@
+"""Repro artifacts (CONF-11): one directory per failing test under ``--conformance-artifacts``.
+
+Layout of ``<DIR>/<test id>/``::
+
+    graph.txt      the graph in text form (Graph.to_text; Graph.parse reads it back)
+    inputs.npz     its inputs in graph-input order (in0, in1, ...)
+    repro.py       standalone replay: executor vs reference, exits 1 while they disagree
+    expected.npz   reference outputs (out<i>) and final buffer contents (buf<i>)
+    actual.npz     the executor's outputs and buffer contents
+    failure.txt    the failure message
+    divergence/    for multi-op graphs: the prefix graph ending at the first diverging
+                   node, with its own inputs.npz and repro.py
+
+``graph.txt``, ``inputs.npz`` and ``repro.py`` are written *before* the executor runs, so a
+crash leaves a runnable repro; a passing test removes its directory. Arrays of the ML dtypes
+(bfloat16, float8) are stored as their bits with the dtype in the key (``in0__bfloat16``), so
+the files need only numpy to load: use :func:`load_arrays`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from interpreter.dtype import DType
+from interpreter.graph.core import Graph
+
+__all__ = [
+    "ArtifactDir",
+    "load_arrays",
+    "load_case",
+    "replay",
+    "safe_name",
+    "save_arrays",
+]
+
+#: dtypes numpy cannot load from .npy without ml_dtypes: stored as bits
+_BITS_ONLY = frozenset({DType.bfloat16, DType.float8_e4m3fn, DType.float8_e5m2})
+_SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
+
+REPRO = '''#!/usr/bin/env python
+"""Replay of a conformance failure: {test_id}
+
+Needs only the eager-conformance package, numpy and the executor's module:
+    python {rel}/repro.py [--executor=module:Class]
+Exits 1 while the executor disagrees with the reference, 0 once it agrees.
+"""
+import sys
+from pathlib import Path
+
+EXECUTOR = {spec!r}
+WORKDIR = {workdir!r}  # where pytest ran: the executor's module is importable from there
+if WORKDIR not in sys.path:
+    sys.path.append(WORKDIR)
+
+from conformance.artifacts import replay  # noqa: E402
+
+if __name__ == "__main__":
+    spec = EXECUTOR
+    for arg in sys.argv[1:]:
+        if arg.startswith("--executor="):
+            spec = arg.split("=", 1)[1]
+    sys.exit(replay(Path(__file__).resolve().parent, spec))
+'''
+
+
+def safe_name(test_id: str) -> str:
+    """A directory name for a pytest node id."""
+    name = test_id.split("::", 1)[-1] if "::" in test_id else test_id
+    prefix = Path(test_id.split("::", 1)[0]).stem if "::" in test_id else ""
+    out = _SAFE.sub("_", f"{prefix}.{name}" if prefix else name).strip("_.")
+    return out[:150] or "test"
+
+
+def save_arrays(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """``np.savez`` that keeps the ML dtypes (stored as bits, dtype in the key)."""
+    payload: dict[str, np.ndarray] = {}
+    for key, a in arrays.items():
+        a = np.asarray(a)
+        try:
+            d = DType.from_numpy(a.dtype)
+        except TypeError:
+            payload[key] = a
+            continue
+        if d in _BITS_ONLY:
+            payload[f"{key}__{d.value}"] = np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
+        else:
+            payload[key] = a
+    with open(path, "wb") as f:
+        np.savez(f, **payload)  # type: ignore[arg-type]
+
+
+def load_arrays(path: Path) -> dict[str, np.ndarray]:
+    """Inverse of :func:`save_arrays`."""
+    out: dict[str, np.ndarray] = {}
+    with np.load(path, allow_pickle=False) as data:
+        for key in data.files:
+            a = data[key]
+            name, sep, dtype = key.partition("__")
+            out[name] = a.view(DType(dtype).to_numpy()) if sep else a
+    return out
+
+
+class ArtifactDir:
+    """The artifact directory of one test (created lazily)."""
+
+    def __init__(self, root: Path | str, test_id: str, executor_spec: str,
+                 workdir: Path | str | None = None) -> None:
+        self.root = Path(root)
+        self.workdir = str(Path(workdir or Path.cwd()).resolve())
+        self.test_id = test_id
+        self.spec = executor_spec
+        self.path = self.root / safe_name(test_id)
+        self._written: set[Path] = set()   # dirs whose repro.py is written
+        self._results: set[Path] = set()   # dirs holding results of an earlier example
+
+    def write_case(self, graph: Graph, inputs: Sequence[np.ndarray],
+                   sub: str | None = None, note: str = "") -> Path:
+        """graph.txt + inputs.npz + repro.py (before running the executor)."""
+        d = self.path / sub if sub else self.path
+        if d not in self._written:
+            d.mkdir(parents=True, exist_ok=True)
+        if d in self._results:
+            for stale in ("expected.npz", "actual.npz", "failure.txt", "meta.json"):
+                (d / stale).unlink(missing_ok=True)
+            self._results.discard(d)
+        try:
+            text = graph.to_text()
+        except Exception as e:
+            text = f"# the text form of this graph is unavailable: {type(e).__name__}: {e}\n"
+        (d / "graph.txt").write_text(text)
+        save_arrays(d / "inputs.npz", {f"in{i}": a for i, a in enumerate(inputs)})
+        if d not in self._written or note:
+            try:
+                rel = d.relative_to(Path.cwd())
+            except ValueError:
+                rel = d
+            (d / "repro.py").write_text(REPRO.format(
+                test_id=self.test_id + (f" ({note})" if note else ""), rel=rel, spec=self.spec,
+                workdir=self.workdir))
+            self._written.add(d)
+        return d
+
+    def write_results(self, expected: Mapping[str, np.ndarray],
+                      actual: Mapping[str, np.ndarray], message: str,
+                      sub: str | None = None) -> None:
+        d = self.path / sub if sub else self.path
+        d.mkdir(parents=True, exist_ok=True)
+        self._results.add(d)
+        save_arrays(d / "expected.npz", expected)
+        save_arrays(d / "actual.npz", actual)
+        (d / "failure.txt").write_text(message + "\n")
+        meta = {"test": self.test_id, "executor": self.spec}
+        (d / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+    def discard(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        self._written.clear()
+        self._results.clear()
+
+
+def load_case(directory: Path | str) -> tuple[Graph, list[np.ndarray]]:
+    """The graph and inputs stored in a repro directory."""
+    d = Path(directory)
+    graph = Graph.parse((d / "graph.txt").read_text())
+    arrays = load_arrays(d / "inputs.npz")
+    return graph, [arrays[f"in{i}"] for i in range(len(graph.inputs))]
+
+
+def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
+    """Run a stored case through the executor and the reference; print the verdict.
+
+    Returns 0 when they agree, 1 when they disagree or the executor raises, 2 when the
+    executor refuses the graph or cannot be built.
+    """
+    from interpreter.errors import UnsupportedGraphError
+    from interpreter.executor import InterpreterExecutor
+
+    from .differential import check_case
+    from .executors import ExecutorSpecError, resolve
+    from .strategies import Case
+
+    stream = out or sys.stdout
+    graph, inputs = load_case(directory)
+    try:
+        executor = resolve(executor_spec).executor
+    except ExecutorSpecError as e:
+        print(f"ERROR: {e}", file=stream)
+        return 2
+    try:
+        verdict = check_case(Case(graph, inputs), executor, InterpreterExecutor(),
+                             label=f"replay of {directory}")
+    except UnsupportedGraphError as e:
+        print(f"REFUSED: {executor_spec} raised UnsupportedGraphError: {e}", file=stream)
+        return 2
+    except Exception as e:
+        print(f"FAIL: {executor_spec} raised {type(e).__name__}: {e}", file=stream)
+        return 1
+    if verdict.ok:
+        print(f"OK: {executor_spec} agrees with the reference on {directory}", file=stream)
+        return 0
+    print(f"FAIL: {verdict.message}", file=stream)
+    return 1

@@ -1,0 +1,321 @@
+"""Comparing an executor's results with the reference, per the op's tolerance class (TOL-n).
+
+* ``exact``: same bits (NaN matches NaN whatever its payload; -0.0 differs from +0.0).
+* ``ulp(n)``: within n units in the last place of the result dtype (bfloat16, float16 and
+  float8 included, via their bit patterns); +-0 are 0 ULP apart; NaN matches NaN only.
+* ``reduction(n)``: |got - expected| <= n * terms * eps(dtype) * magnitude, where
+  ``magnitude`` is the op's kernel applied to |operands| (the sum of |terms| for sums and
+  matmul) and ``terms`` the number of accumulated terms; integer results are exact.
+
+Elements the op marks unspecified (``OpDef.unspecified``) are not compared. Dtype and shape
+are checked first. With ``perturb_ulps > 0`` (operands that came out of inexact upstream ops)
+a mismatch is accepted where the result is consistent with the operands perturbed by that
+many ULP: this makes round/floor/comparisons/argmax of nearly-equal values robust.
+
+A failure is reported as a :class:`Mismatch` whose ``message`` names the op, dtype, shape,
+the worst elements (index, expected, got, ULP distance) and a histogram of ULP errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from interpreter.registry import OpDef, Tolerance
+from interpreter.registry.core import EXACT
+
+__all__ = [
+    "Mismatch",
+    "as_numpy",
+    "compare_arrays",
+    "compare_op",
+    "from_ordered",
+    "same_bits",
+    "to_ordered",
+    "ulp_distance",
+]
+
+WORST = 5
+_HIST_EDGES = (0, 1, 2, 4, 16, 256)
+
+
+@dataclass
+class Mismatch:
+    """Why a result is not accepted; ``message`` is ready to print."""
+
+    message: str
+    index: int = 0          # which result/buffer
+    bad: int = 0            # number of mismatching elements
+    kind: str = "values"    # "values", "dtype", "shape" or "type"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def as_numpy(x: Any) -> np.ndarray:
+    """An executor's result as a host numpy array (``.get()`` for device arrays)."""
+    if isinstance(x, np.ndarray):
+        return x
+    get = getattr(x, "get", None)
+    if callable(get) and not isinstance(x, dict):
+        return np.asarray(get())
+    return np.asarray(x)
+
+
+def _is_float(dt: np.dtype[Any]) -> bool:
+    return dt.kind in "fV" and dt.itemsize > 0 and dt.names is None
+
+
+def _finfo(dt: np.dtype[Any]) -> Any:
+    return ml_dtypes.finfo(dt)
+
+
+def to_ordered(a: np.ndarray) -> np.ndarray:
+    """Float bits mapped to int64 so that adjacent floats differ by 1 (+0 and -0 both 0)."""
+    n = a.dtype.itemsize
+    u = np.ascontiguousarray(a).view(f"u{n}")
+    sign = 1 << (8 * n - 1)
+    mag = (u & np.array(sign - 1, u.dtype)).astype(np.int64)
+    neg = (u & np.array(sign, u.dtype)) != 0
+    return np.where(neg, -mag, mag)
+
+
+def from_ordered(o: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """Inverse of :func:`to_ordered` (0 maps to +0)."""
+    n = dtype.itemsize
+    sign = np.uint64(1) << np.uint64(8 * n - 1)
+    mag = np.abs(o).astype(np.uint64)
+    bits = np.where(o < 0, mag | sign, mag).astype(f"u{n}")
+    return bits.view(dtype)
+
+
+def ulp_distance(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """Elementwise ULP distance (float64; inf where exactly one side is NaN, 0 for NaN/NaN)."""
+    e = to_ordered(expected)
+    g = to_ordered(got)
+    d = np.where(e >= g, e - g, g - e).view(np.uint64).astype(np.float64)
+    with np.errstate(all="ignore"):
+        en, gn = np.isnan(expected.astype(np.float32)), np.isnan(got.astype(np.float32))
+    d[en & gn] = 0.0
+    d[en ^ gn] = np.inf
+    return d
+
+
+def same_bits(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
+    """Elementwise exact equality: NaN == NaN (any payload), -0.0 != +0.0."""
+    if _is_float(expected.dtype):
+        n = expected.dtype.itemsize
+        eb = np.ascontiguousarray(expected).view(f"u{n}")
+        gb = np.ascontiguousarray(got).view(f"u{n}")
+        with np.errstate(all="ignore"):
+            nan = np.isnan(expected.astype(np.float32)) & np.isnan(got.astype(np.float32))
+        return np.asarray((eb == gb) | nan)
+    return np.asarray(expected == got)
+
+
+def _within(expected: np.ndarray, got: np.ndarray, tol: Tolerance,
+            magnitude: np.ndarray | None, terms: int) -> np.ndarray:
+    """Elementwise acceptance under ``tol`` (not counting masks and perturbation)."""
+    ok = same_bits(expected, got)
+    if tol.kind == "exact" or not _is_float(expected.dtype) or ok.all():
+        return ok
+    dist = ulp_distance(expected, got)
+    ok = ok | (dist <= tol.ulps)
+    if tol.kind == "reduction":
+        e64, g64 = expected.astype(np.float64), got.astype(np.float64)
+        eps = float(_finfo(expected.dtype).eps)
+        if magnitude is None:
+            magnitude = np.abs(e64)
+        mag = np.abs(np.broadcast_to(np.asarray(magnitude, np.float64), e64.shape))
+        with np.errstate(all="ignore"):
+            bound = tol.ulps * max(1, terms) * eps * mag
+            close = np.abs(e64 - g64) <= bound
+        finite = np.isfinite(e64) & np.isfinite(g64)
+        ok = ok | (finite & close) | ~np.isfinite(mag)  # overflowing |terms|: order decides
+    return np.asarray(ok)
+
+
+def _fmt(x: Any) -> str:
+    if isinstance(x, np.floating | float) or (hasattr(x, "dtype") and _is_float(x.dtype)):
+        return repr(float(x))
+    return repr(x.item() if hasattr(x, "item") else x)
+
+
+def _describe(label: str, expected: np.ndarray, got: np.ndarray, bad: np.ndarray,
+              tol: Tolerance, compared: int) -> str:
+    n_bad = int(bad.sum())
+    head = (f"{label}: {n_bad} of {compared} compared elements differ "
+            f"(dtype {expected.dtype}, shape {list(expected.shape)}, tolerance {tol})")
+    idx = np.argwhere(bad)
+    lines = [head]
+    if _is_float(expected.dtype):
+        dist = ulp_distance(expected, got)
+        order = np.argsort(-dist[bad], kind="stable")[:WORST]
+        lines.append("  worst elements (index: expected -> got, ULP distance):")
+        for k in order:
+            i = tuple(int(v) for v in idx[k])
+            d = dist[i]
+            lines.append(f"    {list(i)}: {_fmt(expected[i])} -> {_fmt(got[i])}  "
+                         f"({'NaN mismatch' if np.isinf(d) else f'{d:.0f} ulp'})")
+        hist = []
+        finite = dist[bad][np.isfinite(dist[bad])]
+        for lo, hi in zip(_HIST_EDGES, (*_HIST_EDGES[1:], None), strict=True):
+            c = int(((finite >= lo) & (finite < hi)).sum()) if hi else int((finite >= lo).sum())
+            hist.append(f"{lo}{'' if hi == lo + 1 else (f'-{hi - 1}' if hi else '+')}: {c}")
+        hist.append(f"NaN mismatch: {int(np.isinf(dist[bad]).sum())}")
+        lines.append("  ULP histogram of differing elements: " + ", ".join(hist))
+    else:
+        lines.append("  first differing elements (index: expected -> got):")
+        for k in range(min(WORST, len(idx))):
+            i = tuple(int(v) for v in idx[k])
+            lines.append(f"    {list(i)}: {_fmt(expected[i])} -> {_fmt(got[i])}")
+    return "\n".join(lines)
+
+
+def compare_arrays(expected: np.ndarray, got: Any, tol: Tolerance = EXACT, *,
+                   label: str = "result", mask: np.ndarray | None = None,
+                   magnitude: np.ndarray | None = None, terms: int = 1,
+                   alternatives: Sequence[np.ndarray] = ()) -> Mismatch | None:
+    """Compare one result; None when accepted.
+
+    ``mask``: True where the result is unspecified (not compared). ``alternatives``: other
+    acceptable expected arrays (e.g. the kernel on perturbed operands); an element passes if it
+    matches ``expected`` or any alternative within ``tol``.
+    """
+    try:
+        g = as_numpy(got)
+    except Exception as e:
+        return Mismatch(f"{label}: result is not an array ({type(got).__name__}: {e})",
+                        kind="type")
+    if g.dtype != expected.dtype:
+        return Mismatch(f"{label}: dtype {g.dtype} != expected {expected.dtype} "
+                        f"(shape {list(g.shape)} vs expected {list(expected.shape)})",
+                        kind="dtype")
+    if g.shape != expected.shape:
+        return Mismatch(f"{label}: shape {list(g.shape)} != expected {list(expected.shape)} "
+                        f"(dtype {expected.dtype})", kind="shape")
+    ok = _within(expected, g, tol, magnitude, terms)
+    for alt in alternatives:
+        if ok.all():
+            break
+        if alt.shape == expected.shape and alt.dtype == expected.dtype:
+            ok = ok | _within(alt, g, tol, magnitude, terms)
+    compared = expected.size
+    if mask is not None:
+        m = np.broadcast_to(np.asarray(mask, bool), expected.shape)
+        ok = ok | m
+        compared -= int(m.sum())
+    if ok.all():
+        return None
+    bad = ~ok
+    return Mismatch(_describe(label, expected, g, bad, tol, compared), bad=int(bad.sum()))
+
+
+# -- op-aware comparison --------------------------------------------------------------------
+def _results(out: Any, n: int) -> list[Any]:
+    if n == 1:
+        return [out]
+    return list(out) if n else []
+
+
+def _magnitude(op: OpDef, operands: Sequence[np.ndarray], attrs: dict[str, Any]
+               ) -> list[np.ndarray] | None:
+    """The kernel on |operands| (sum of |terms| for sums and matmul), or None."""
+    try:
+        absed = [np.abs(a) if a.dtype.kind in "fiV" and a.dtype.kind != "b" else a
+                 for a in operands]
+        with np.errstate(all="ignore"):
+            out = op.kernel(*absed, **attrs)
+        return [np.asarray(r) for r in (out if isinstance(out, tuple | list) else (out,))]
+    except Exception:
+        return None
+
+
+def _terms(operands: Sequence[np.ndarray], result: np.ndarray) -> int:
+    """Number of accumulated terms per result element (an upper estimate)."""
+    sizes = [a.size for a in operands if a.ndim]
+    if not sizes:
+        return 1
+    ratio = max(sizes) // max(1, result.size)
+    return max(1, ratio, max(max(a.shape) for a in operands if a.ndim))
+
+
+def _perturbed(op: OpDef, operands: Sequence[np.ndarray], attrs: dict[str, Any], ulps: int,
+               n_results: int, trials: int = 6) -> list[list[np.ndarray]]:
+    """Kernel results on float operands moved by up to ``ulps`` ULP (all down, all up and a
+    few random per-element sign patterns)."""
+    floats = [i for i, a in enumerate(operands) if _is_float(a.dtype) and a.size]
+    if not floats or ulps <= 0:
+        return []
+    rng = np.random.default_rng(0)
+    out: list[list[np.ndarray]] = []
+    patterns: list[Any] = [-1, 1] + [None] * trials
+    for p in patterns:
+        ops = [np.array(a, copy=True) for a in operands]
+        for i in floats:
+            a = operands[i]
+            sign = (np.full(a.shape, p) if p is not None
+                    else rng.choice([-1, 0, 1], size=a.shape))
+            o = to_ordered(a) + sign.astype(np.int64) * ulps
+            moved = from_ordered(o, a.dtype).reshape(a.shape)
+            with np.errstate(all="ignore"):
+                keep = ~np.isfinite(a.astype(np.float32))
+            ops[i] = np.where(keep, a, moved).astype(a.dtype)
+        try:
+            with np.errstate(all="ignore"):
+                res = op.kernel(*ops, **attrs)
+        except Exception:
+            continue
+        out.append([np.asarray(r) for r in _results(res, n_results)])
+    return out
+
+
+def compare_op(op: OpDef, operands: Sequence[np.ndarray], attrs: dict[str, Any],
+               expected: Sequence[np.ndarray], got: Sequence[Any], *, label: str = "",
+               perturb_ulps: int = 0) -> Mismatch | None:
+    """Compare the results of one use of ``op`` on ``operands`` (the arrays the op itself
+    received, after lowering). ``label`` prefixes messages (default: ``op[dtype]``)."""
+    if len(got) != len(expected):
+        return Mismatch(f"{label or op.name}: {len(got)} results, expected {len(expected)}")
+    mask: np.ndarray | None = None
+    if op.unspecified is not None:
+        try:
+            mask = np.asarray(op.unspecified(*operands, **attrs), bool)
+        except Exception:
+            mask = None
+    mags = _magnitude(op, operands, attrs) if op.tolerance.kind == "reduction" else None
+    alts: list[list[np.ndarray]] | None = None
+    for k, e in enumerate(expected):
+        e = np.asarray(e)
+        name = label or f"{op.name}[{e.dtype}]"
+        where = f"{name} result {k}" if len(expected) > 1 else name
+        m = mask if mask is not None and mask.size and _fits(mask, e) else None
+        mag = mags[k] if mags is not None and k < len(mags) else None
+        kwargs: dict[str, Any] = {"label": where, "mask": m, "terms": _terms(operands, e),
+                                  "magnitude": mag if mag is not None and _fits(mag, e)
+                                  else None}
+        bad = compare_arrays(e, got[k], op.tolerance, **kwargs)
+        if bad is not None and perturb_ulps > 0 and bad.kind == "values":
+            if alts is None:
+                alts = _perturbed(op, operands, attrs, perturb_ulps, len(expected))
+            others = [a[k] for a in alts if k < len(a)]
+            bad = compare_arrays(e, got[k], op.tolerance, alternatives=others, **kwargs)
+            if bad is not None:
+                bad.message += (f"\n  (also compared against the kernel on operands perturbed "
+                                f"by up to {perturb_ulps} ulp)")
+        if bad is not None:
+            bad.index = k
+            return bad
+    return None
+
+
+def _fits(a: np.ndarray, like: np.ndarray) -> bool:
+    try:
+        np.broadcast_shapes(a.shape, like.shape)
+    except ValueError:
+        return False
+    return np.broadcast_shapes(a.shape, like.shape) == like.shape

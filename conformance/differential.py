@@ -1,0 +1,326 @@
+"""Differential execution: run a case through the executor under test and the reference,
+compare outputs and final buffer contents, and bisect multi-op graphs to the first diverging
+node.
+
+Verdict of one case (:func:`check_case`):
+
+1. Both executors get their own copies of the inputs (buffers are mutated in place).
+2. Outputs and buffer contents that are bit-identical pass at once (the common case).
+3. Otherwise each differing value is compared under its producing op's tolerance, with the
+   op's unspecified elements masked, using the reference's operands of that op.
+4. A value that still differs fails outright when everything upstream of it is exact and
+   fully specified. Otherwise (inexact or unspecified upstream values may legitimately
+   differ and then be amplified, e.g. ``floor(exp(x))``) every node upstream is checked
+   *locally*: the executor runs the graph prefix up to the node's operands and up to its
+   results, and the node's results must match the reference kernel applied to the
+   executor's own operands. The first node failing that check is the first divergence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from interpreter.errors import UnsupportedGraphError
+from interpreter.graph.core import Graph, Node, Value
+from interpreter.graph.lowering import lower
+from interpreter.registry import REGISTRY
+from interpreter.types import BufferType
+
+from .compare import Mismatch, as_numpy, compare_arrays, compare_op
+from .strategies import Case
+
+__all__ = [
+    "Divergence",
+    "ReferenceRefused",
+    "Verdict",
+    "buffer_inputs",
+    "check_case",
+    "cone",
+    "describe_node",
+    "first_divergence",
+    "prefix_graph",
+]
+
+
+class ReferenceRefused(Exception):
+    """The reference interpreter refused the case: it cannot serve as a differential test."""
+
+
+@dataclass
+class Divergence:
+    """The first node whose results do not follow from the executor's own operands."""
+
+    index: int
+    node: str
+    mismatch: Mismatch
+    graph: Graph  # the prefix graph ending at the node (outputs: its results)
+
+    def __str__(self) -> str:
+        return (f"first diverging node: #{self.index} {self.node}\n"
+                + _indent(self.mismatch.message))
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    message: str = ""
+    expected: dict[str, np.ndarray] = field(default_factory=dict)
+    actual: dict[str, np.ndarray] = field(default_factory=dict)
+    divergence: Divergence | None = None
+    locally_checked: bool = False
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def buffer_inputs(graph: Graph) -> list[int]:
+    return [i for i, v in enumerate(graph.inputs) if isinstance(v.type, BufferType)]
+
+
+def describe_node(graph: Graph, index: int) -> str:
+    node = graph.nodes[index]
+    ops = ", ".join(str(v.type) for v in node.operands)
+    res = ", ".join(str(v.type) for v in node.results) or "()"
+    attrs = ", ".join(f"{k}={_short(v)}" for k, v in sorted(node.attrs.items()))
+    return f"{node.op.name}({ops}){' {' + attrs + '}' if attrs else ''} -> {res}"
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"array<{v.dtype}{list(v.shape)}>"
+    return repr(v)
+
+
+# -- graph surgery --------------------------------------------------------------------------
+def prefix_graph(graph: Graph, stop: int, observe: Sequence[Value], name: str = "prefix"
+                 ) -> Graph:
+    """A copy of ``graph`` with nodes ``[0, stop)`` whose outputs are ``observe`` (values of
+    ``graph``); buffers among them are observed through a trailing ``buffer_load``. The copy
+    keeps every input, in order, so the original input arrays apply."""
+    g = Graph(name, input_types=graph.input_types)
+    env: dict[Value, Value] = dict(zip(graph.inputs, g.inputs, strict=True))
+    for node in graph.nodes[:stop]:
+        results = g.stage(node.op, [env[v] for v in node.operands], node.attrs)
+        env.update(zip(node.results, results, strict=True))
+    outs = []
+    load = REGISTRY["buffer_load"]
+    for v in observe:
+        mapped = env[v]
+        if isinstance(mapped.type, BufferType):
+            (mapped,) = g.stage(load, [mapped], {})
+        outs.append(mapped)
+    g.output(*outs)
+    return lower(g)
+
+
+def cone(graph: Graph, seeds: Iterable[Value]) -> list[int]:
+    """Indices of the nodes the ``seeds`` depend on (buffers: every store into them)."""
+    needed = set(seeds)
+    keep: list[int] = []
+    for i in range(len(graph.nodes) - 1, -1, -1):
+        node = graph.nodes[i]
+        writes = node.op.side_effect and any(v in needed for v in node.operands)
+        if writes or any(r in needed for r in node.results):
+            keep.append(i)
+            needed.update(node.operands)
+    keep.reverse()
+    return keep
+
+
+def _strict(graph: Graph, nodes: Iterable[int]) -> bool:
+    """True when every node is exact and has no unspecified elements."""
+    return all(graph.nodes[i].op.tolerance.kind == "exact"
+               and graph.nodes[i].op.unspecified is None for i in nodes)
+
+
+def _perturb_budget(graph: Graph, nodes: Iterable[int]) -> int:
+    budget = 0
+    for i in nodes:
+        tol = graph.nodes[i].op.tolerance
+        if tol.kind == "ulp":
+            budget = max(budget, tol.ulps)
+        elif tol.kind == "reduction":
+            budget = max(budget, 8 * tol.ulps)
+    return min(budget, 64)
+
+
+# -- running --------------------------------------------------------------------------------
+def _run(executor: Any, graph: Graph, inputs: Sequence[np.ndarray]
+         ) -> tuple[list[Any], list[np.ndarray]]:
+    copies = [np.array(a, copy=True) for a in inputs]
+    outs = list(executor.execute(graph, copies))
+    return outs, copies
+
+
+def _reference_env(graph: Graph, inputs: Sequence[np.ndarray]
+                   ) -> tuple[dict[Value, Any], list[list[np.ndarray]]]:
+    """Every value of ``graph`` under the reference kernels, and each node's operands."""
+    env: dict[Value, Any] = {v: np.array(a, copy=True) for v, a in zip(graph.inputs, inputs,
+                                                                       strict=True)}
+    operands: list[list[np.ndarray]] = []
+    with np.errstate(all="ignore"):
+        for node in graph.nodes:
+            args = [env[v] for v in node.operands]
+            operands.append([np.array(a, copy=True) if isinstance(v.type, BufferType)
+                             else np.asarray(a) for a, v in zip(args, node.operands,
+                                                                strict=True)])
+            out = node.op.kernel(*args, **node.attrs)
+            if len(node.results) == 1:
+                env[node.results[0]] = out
+            elif node.results:
+                env.update(zip(node.results, out, strict=True))
+    return env, operands
+
+
+def check_case(case: Case, executor: Any, reference: Any, *, label: str = "") -> Verdict:
+    """Run ``case`` through ``reference`` then ``executor`` and judge the difference.
+
+    Raises ``ReferenceRefused`` when the reference refuses, and lets the executor's
+    ``UnsupportedGraphError`` (a refusal) and any other exception propagate.
+    """
+    graph = case.graph
+    try:
+        expected, ref_inputs = _run(reference, graph, case.inputs)
+    except UnsupportedGraphError as e:
+        raise ReferenceRefused(str(e)) from e
+    got_raw, got_inputs = _run(executor, graph, case.inputs)
+    bufs = buffer_inputs(graph)
+    exp_map = {f"out{i}": np.asarray(a) for i, a in enumerate(expected)}
+    exp_map.update({f"buf{i}": ref_inputs[i] for i in bufs})
+    act_map: dict[str, np.ndarray] = {}
+    for i, a in enumerate(got_raw):
+        try:
+            act_map[f"out{i}"] = as_numpy(a)
+        except Exception:
+            pass
+    act_map.update({f"buf{i}": got_inputs[i] for i in bufs})
+    verdict = Verdict(True, expected=exp_map, actual=act_map)
+    title = label or graph.name
+    if len(got_raw) != len(expected):
+        verdict.ok = False
+        verdict.message = (f"{title}: executor returned {len(got_raw)} outputs; the graph "
+                           f"declares {len(expected)} [EXEC-4]")
+        return verdict
+
+    differing: list[tuple[str, Value, Mismatch]] = []
+    for i, (e_raw, g) in enumerate(zip(expected, got_raw, strict=True)):
+        m = compare_arrays(np.asarray(e_raw), g, label=f"output {i}")
+        if m is not None:
+            differing.append((f"out{i}", (graph.outputs or [])[i], m))
+    for i in bufs:
+        m = compare_arrays(ref_inputs[i], got_inputs[i],
+                           label=f"final contents of buffer input {i}")
+        if m is not None:
+            differing.append((f"buf{i}", graph.inputs[i], m))
+    if not differing:
+        return verdict
+
+    env, node_operands = _reference_env(graph, case.inputs)
+    producer = {r: (k, j) for k, n in enumerate(graph.nodes) for j, r in enumerate(n.results)}
+    hard: list[str] = []
+    soft: list[str] = []
+    for key, value, m in differing:
+        if m.kind != "values":
+            hard.append(m.message)
+            continue
+        where = producer.get(value)
+        if where is not None:
+            k, j = where
+            node = graph.nodes[k]
+            results = [np.asarray(env[r]) for r in node.results]
+            got = act_map.get(key)
+            m2 = compare_op(node.op, node_operands[k], node.attrs, results,
+                            [got if r is value else results[jj]
+                             for jj, r in enumerate(node.results)],
+                            label=f"{m.message.split(':')[0]} ({node.op.name} "
+                                  f"[{results[j].dtype}])")
+            if m2 is None:
+                continue
+            m = m2
+        nodes = cone(graph, [value])
+        if _strict(graph, nodes):
+            hard.append(m.message)
+        else:
+            soft.append(m.message)
+    if not hard and not soft:
+        return verdict
+    seeds = [v for _, v, _ in differing]
+    div = first_divergence(graph, case.inputs, executor, seeds) if (
+        soft or len(graph.nodes) > 1) else None
+    verdict.divergence = div
+    verdict.locally_checked = bool(soft)
+    if not hard and div is None:
+        return verdict  # every node follows from the executor's own operands
+    verdict.ok = False
+    parts = [f"{title}: the executor's results differ from the reference"]
+    parts += [_indent(h) for h in hard]
+    if not hard:
+        parts += [_indent(s) for s in soft]
+    if div is not None and len(graph.nodes) > 1:
+        parts.append(_indent(str(div)))
+    elif len(graph.nodes) > 1:
+        parts.append("  every node agrees when run as a prefix of the graph: the result "
+                     "depends on the surrounding graph (fusion or scheduling)")
+    verdict.message = "\n".join(parts)
+    return verdict
+
+
+def first_divergence(graph: Graph, inputs: Sequence[np.ndarray], executor: Any,
+                     seeds: Sequence[Value]) -> Divergence | None:
+    """Check the nodes upstream of ``seeds`` in order; the first whose executor results
+    differ from the reference kernel on the executor's own operands (TOL-n)."""
+    nodes = cone(graph, seeds)
+    for k in nodes:
+        node = graph.nodes[k]
+        try:
+            m = _local_check(graph, k, node, inputs, executor,
+                             _perturb_budget(graph, cone(graph, node.operands)))
+        except UnsupportedGraphError:
+            continue  # the executor does not run this prefix: no evidence either way
+        if m is not None:
+            tail = graph.nodes[k].results
+            observe = list(tail) + [v for v in node.operands
+                                    if isinstance(v.type, BufferType)]
+            return Divergence(k, describe_node(graph, k), m,
+                              prefix_graph(graph, k + 1, observe, f"{graph.name}_node{k}"))
+    return None
+
+
+def _local_check(graph: Graph, k: int, node: Node, inputs: Sequence[np.ndarray],
+                 executor: Any, perturb: int) -> Mismatch | None:
+    buffers = [v for v in node.operands if isinstance(v.type, BufferType)]
+    before = prefix_graph(graph, k, list(node.operands), f"{graph.name}_before{k}")
+    after = prefix_graph(graph, k + 1, [*node.results, *buffers], f"{graph.name}_after{k}")
+    label = f"node #{k} {node.op.name}"
+    try:
+        operands_raw, _ = _run(executor, before, inputs)
+        got, _ = _run(executor, after, inputs)
+    except UnsupportedGraphError:
+        raise
+    except Exception as e:
+        return Mismatch(f"{label}: the executor raised {type(e).__name__}: {e}")
+    operands = [np.array(as_numpy(a), copy=True) for a in operands_raw]
+    for v, a in zip(node.operands, operands, strict=True):
+        want = v.type.dtype.to_numpy()
+        if a.dtype != want or a.shape != v.type.shape:
+            return Mismatch(f"{label}: operand of type {v.type} came back as "
+                            f"{a.dtype}{list(a.shape)}")
+    work = [np.array(a, copy=True) for a in operands]
+    try:
+        with np.errstate(all="ignore"):
+            out = node.op.kernel(*work, **node.attrs)
+    except Exception as e:
+        return Mismatch(f"{label}: the reference kernel fails on the executor's operands "
+                        f"({type(e).__name__}: {e})")
+    results = [np.asarray(out)] if len(node.results) == 1 else (
+        [np.asarray(r) for r in out] if node.results else [])
+    expected = results + [w for w, v in zip(work, node.operands, strict=True)
+                          if isinstance(v.type, BufferType)]
+    return compare_op(node.op, operands, node.attrs, expected, got, label=label,
+                      perturb_ulps=perturb)
+

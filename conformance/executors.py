@@ -1,0 +1,109 @@
+"""Resolving ``--executor=module:attr.path`` into an executor object (CONF-1/2).
+
+``module:Class`` and ``module:factory`` are called with no arguments; ``module:attr.path``
+may also name a ready-made object. The result must satisfy ``interpreter.executor.Executor``.
+Every problem raises :class:`ExecutorSpecError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from interpreter.executor import Executor, InterpreterExecutor
+
+__all__ = [
+    "REFERENCE_SPEC",
+    "ExecutorSpecError",
+    "ResolvedExecutor",
+    "module_version",
+    "relevant_env",
+    "resolve",
+]
+
+REFERENCE_SPEC = "interpreter.executor:InterpreterExecutor"
+ENV_PREFIXES = ("MAX_", "EAGER_", "HYPOTHESIS_")
+ENV_NAMES = ("CI", "PYTEST_XDIST_AUTO_NUM_WORKERS", "CUDA_VISIBLE_DEVICES")
+
+
+class ExecutorSpecError(ValueError):
+    """``--executor`` names nothing usable; the message is one line."""
+
+
+@dataclass(frozen=True)
+class ResolvedExecutor:
+    spec: str
+    executor: Any
+    module: str
+    version: str
+
+    def describe(self) -> str:
+        return f"{self.spec} -> {self.executor!r} ({self.module} {self.version})"
+
+
+def module_version(module_name: str) -> str:
+    """``__version__`` of the module or its top-level package, else its distribution's."""
+    top = module_name.split(".")[0]
+    for name in (module_name, top):
+        mod = sys.modules.get(name)
+        version = getattr(mod, "__version__", None)
+        if isinstance(version, str):
+            return version
+    try:
+        dists = importlib.metadata.packages_distributions().get(top, [])
+        for dist in dists:
+            return importlib.metadata.version(dist)
+    except Exception:
+        pass
+    return "version unknown"
+
+
+def relevant_env(environ: Any = None) -> dict[str, str]:
+    """Environment variables that can change what runs (CONF-2), sorted by name."""
+    env = os.environ if environ is None else environ
+    return {k: env[k] for k in sorted(env)
+            if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
+
+
+def resolve(spec: str | None) -> ResolvedExecutor:
+    """Build the executor named by ``spec`` (None: the reference interpreter)."""
+    if not spec:
+        return ResolvedExecutor(REFERENCE_SPEC, InterpreterExecutor(), "interpreter",
+                                module_version("interpreter"))
+    module_name, sep, path = spec.partition(":")
+    if not sep or not module_name or not path:
+        raise ExecutorSpecError(f"--executor={spec!r}: expected 'module:Class', "
+                                "'module:factory' or 'module:attr.path'")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as e:
+        raise ExecutorSpecError(f"--executor={spec}: cannot import module {module_name!r}: "
+                                f"{type(e).__name__}: {_one_line(e)}") from None
+    walked = module_name
+    for part in path.split("."):
+        if not hasattr(obj, part):
+            raise ExecutorSpecError(f"--executor={spec}: {walked!r} has no attribute "
+                                    f"{part!r}")
+        obj = getattr(obj, part)
+        walked = f"{walked}.{part}"
+    if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Executor)):
+        try:
+            obj = obj()
+        except Exception as e:
+            raise ExecutorSpecError(f"--executor={spec}: calling {walked}() with no "
+                                    f"arguments failed: {type(e).__name__}: {_one_line(e)}"
+                                    ) from None
+    if not isinstance(obj, Executor):
+        raise ExecutorSpecError(f"--executor={spec}: {type(obj).__name__} object is not an "
+                                "Executor (it needs a method execute(graph, inputs)) "
+                                "[EXEC-1]")
+    return ResolvedExecutor(spec, obj, module_name, module_version(module_name))
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else ""

@@ -1,0 +1,255 @@
+"""The expectations file and the *refused* outcome (CONF-5..7).
+
+``--conformance-xfails=FILE`` is TOML::
+
+    [[xfail]]
+    test = "conformance/test_ops.py::test_op[round-*]"   # glob on the node id
+    op = "round"                                         # test metadata / parameters
+    dtype = "float16"
+    reason = "rounds halves away from zero (ticket 123)"
+    example = ".conformance/test_op_round-float16"        # optional: pinned repro directory
+    strict = false                                       # optional: XPASS fails the test
+
+Every selector given must match. Matching happens where the test runs (also on xdist
+workers): a failing matched test becomes *xfail* with the entry's reason, and the report
+carries ``("conformance_xfail", {...})`` in its ``user_properties`` so the controller can tell,
+at the end, which entries are *stale*: matching no test, matched only by passing tests, or
+pinned to an ``example`` that no longer fails when replayed. Stale entries are listed in the
+terminal summary (and in the report); they change the exit status only when ``strict``.
+
+Refusals (skips whose reason starts with ``REFUSED:``, from ``outcomes.refused``) get their own
+status (``R`` / ``REFUSED``; ``N refused`` in the summary line).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import io
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .outcomes import REFUSED
+
+__all__ = ["Entry", "load", "stale_entries"]
+
+KEYS = frozenset({"test", "op", "dtype", "reason", "example", "strict"})
+SELECTORS = ("test", "op", "dtype")
+_ENTRIES = pytest.StashKey[list["Entry"]]()
+_STALE = pytest.StashKey[list[dict[str, Any]]]()
+PROP = "conformance_xfail"
+
+
+@dataclass
+class Entry:
+    """One ``[[xfail]]`` table."""
+
+    index: int
+    reason: str
+    test: str | None = None
+    op: str | None = None
+    dtype: str | None = None
+    example: str | None = None
+    strict: bool = False
+    outcomes: list[str] = field(default_factory=list)  # filled on the controller
+
+    def describe(self) -> str:
+        sel = ", ".join(f"{k}={getattr(self, k)!r}" for k in SELECTORS if getattr(self, k))
+        return f"entry {self.index} ({sel})"
+
+    def matches(self, nodeid: str, op: str | None, dtype: str | None,
+                params: dict[str, str]) -> bool:
+        if self.test is not None and not fnmatch.fnmatchcase(nodeid, self.test):
+            return False
+        for key, want in (("op", self.op), ("dtype", self.dtype)):
+            if want is None:
+                continue
+            have = {op if key == "op" else dtype, params.get(key), params.get(f"{key}_name")}
+            if want not in have:
+                return False
+        return True
+
+
+def load(path: str | Path) -> list[Entry]:
+    """Parse the expectations file; any problem is a ``pytest.UsageError`` naming it."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise pytest.UsageError(f"--conformance-xfails={path}: {e}") from None
+    unknown_top = set(data) - {"xfail"}
+    if unknown_top:
+        raise pytest.UsageError(f"--conformance-xfails={path}: unknown top-level keys "
+                                f"{sorted(unknown_top)}; expected [[xfail]] tables [CONF-6]")
+    tables = data.get("xfail", [])
+    if not isinstance(tables, list):
+        raise pytest.UsageError(f"--conformance-xfails={path}: 'xfail' must be an array of "
+                                "tables ([[xfail]]) [CONF-6]")
+    entries = []
+    for i, t in enumerate(tables):
+        where = f"--conformance-xfails={path}: entry {i}"
+        if not isinstance(t, dict):
+            raise pytest.UsageError(f"{where} is not a table [CONF-6]")
+        bad = set(t) - KEYS
+        if bad:
+            raise pytest.UsageError(f"{where}: unknown keys {sorted(bad)}; allowed "
+                                    f"{sorted(KEYS)} [CONF-6]")
+        if not isinstance(t.get("reason"), str) or not t["reason"].strip():
+            raise pytest.UsageError(f"{where}: 'reason' (a non-empty string) is required "
+                                    "[CONF-6]")
+        if not any(k in t for k in SELECTORS):
+            raise pytest.UsageError(f"{where}: give at least one of test, op, dtype [CONF-6]")
+        for k in (*SELECTORS, "example"):
+            if k in t and not isinstance(t[k], str):
+                raise pytest.UsageError(f"{where}: '{k}' must be a string [CONF-6]")
+        if "strict" in t and not isinstance(t["strict"], bool):
+            raise pytest.UsageError(f"{where}: 'strict' must be true or false [CONF-6]")
+        example = t.get("example")
+        if example is not None and not Path(example).is_absolute():
+            example = str((p.parent / example).resolve())
+        entries.append(Entry(i, t["reason"], t.get("test"), t.get("op"), t.get("dtype"),
+                             example, bool(t.get("strict", False))))
+    return entries
+
+
+# -- running side -------------------------------------------------------------------------------
+def _metadata(item: pytest.Item) -> tuple[str | None, str | None, dict[str, str]]:
+    op = dtype = None
+    for key, value in item.user_properties:
+        if key == "conformance" and isinstance(value, dict):
+            op = value.get("op") or op
+            dtype = value.get("dtype") or dtype
+    params: dict[str, str] = {}
+    callspec = getattr(item, "callspec", None)
+    for k, v in (callspec.params.items() if callspec is not None else ()):
+        params[k] = str(getattr(v, "value", v))
+    if dtype is not None:
+        dtype = str(getattr(dtype, "value", dtype))
+    return op, dtype, params
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = config.getoption("conformance_xfails", None)
+    config.stash[_ENTRIES] = load(path) if path else []
+    config.stash[_STALE] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    rep = yield
+    entries = item.config.stash.get(_ENTRIES, [])
+    if not entries or rep.when != "call":
+        return rep
+    op, dtype, params = _metadata(item)
+    entry = next((e for e in entries if e.matches(item.nodeid, op, dtype, params)), None)
+    if entry is None:
+        return rep
+    outcome = "failed" if rep.failed else "passed" if rep.passed else "skipped"
+    rep.user_properties.append((PROP, {"entry": entry.index, "outcome": outcome}))
+    if rep.failed:
+        rep.outcome = "skipped"
+        rep.wasxfail = f"[xfails {entry.describe()}] {entry.reason}"
+    elif rep.passed and entry.strict:
+        rep.outcome = "failed"
+        rep.longrepr = (f"XPASS(strict): {entry.describe()} expects this test to fail "
+                        f"({entry.reason}) but it passed [CONF-7]")
+    return rep
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
+                             ) -> tuple[str, str, str] | None:
+    """Refusals are their own outcome (CONF-5)."""
+    if report.skipped and not hasattr(report, "wasxfail"):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+        if isinstance(reason, str) and reason.startswith(("Skipped: " + REFUSED, REFUSED)):
+            return "refused", "R", "REFUSED"
+    return None
+
+
+# -- controller side -----------------------------------------------------------------------------
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    config = _CONFIG[-1] if _CONFIG else None
+    if config is None:
+        return
+    entries = config.stash.get(_ENTRIES, [])
+    for key, value in getattr(report, "user_properties", ()):
+        if key == PROP and isinstance(value, dict) and 0 <= value.get("entry", -1) < len(entries):
+            entries[value["entry"]].outcomes.append(value["outcome"])
+
+
+_CONFIG: list[pytest.Config] = []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _CONFIG.append(session.config)
+
+
+def _replay(entry: Entry, config: pytest.Config) -> str | None:
+    """Why a pinned example makes the entry stale (it passes now), else None."""
+    from .artifacts import replay
+
+    spec = config.getoption("executor", None) or "interpreter.executor:InterpreterExecutor"
+    if entry.example is None:
+        return None
+    if not Path(entry.example, "graph.txt").exists():
+        return f"its pinned example {entry.example} has no graph.txt"
+    out = io.StringIO()
+    try:
+        code = replay(entry.example, spec, out=out)
+    except Exception as e:
+        return f"its pinned example {entry.example} cannot be replayed: {type(e).__name__}: {e}"
+    return f"its pinned example {entry.example} passes now" if code == 0 else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if hasattr(config, "workerinput"):
+        return  # xdist worker: the controller decides
+    stale: list[dict[str, Any]] = []
+    for e in config.stash.get(_ENTRIES, []):
+        why = None
+        if e.example is not None:
+            why = _replay(e, config)
+        elif not e.outcomes:
+            why = "it matches no test that ran"
+        elif "failed" not in e.outcomes:
+            why = f"every test it matches passes now ({len(e.outcomes)} matched)"
+        if why:
+            stale.append({"entry": e.index, "selector": e.describe(), "reason": e.reason,
+                          "why": why, "strict": e.strict})
+            if e.strict:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    config.stash[_STALE] = stale
+
+
+def stale_entries(config: pytest.Config) -> list[dict[str, Any]]:
+    """The stale entries of this run (after ``pytest_sessionfinish``; controller only)."""
+    stale: list[dict[str, Any]] = config.stash.get(_STALE, [])
+    return list(stale)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config
+                            ) -> None:
+    entries = config.stash.get(_ENTRIES, [])
+    if not entries or hasattr(config, "workerinput"):
+        return
+    stale = stale_entries(config)
+    tr = terminalreporter
+    tr.section("conformance expectations")
+    used = len(entries) - len(stale)
+    tr.write_line(f"{len(entries)} entries in {config.getoption('conformance_xfails')}: "
+                  f"{used} still expected, {len(stale)} stale")
+    for s in stale:
+        tr.write_line(f"STALE {s['selector']}: {s['why']} -- reason was: {s['reason']}"
+                      + (" (strict: the run fails)" if s["strict"] else ""))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _CONFIG and _CONFIG[-1] is config:
+        _CONFIG.pop()

@@ -1,0 +1,114 @@
+"""Running differential cases inside hypothesis tests: verdicts, refusals, artifacts.
+
+A test builds a :class:`Harness`, calls :meth:`Harness.check` on each generated case inside
+its ``@given`` body, runs the property with :meth:`Harness.run`, and finally calls
+:meth:`Harness.finish`, which records the report metadata and turns "every example was
+refused" into a *refused* verdict (CONF-5) and "no example could be generated" into *not
+covered* (CONF-4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+from hypothesis import reject
+from hypothesis.errors import Unsatisfiable
+
+from interpreter.errors import UnsupportedGraphError
+
+from .artifacts import ArtifactDir
+from .differential import ReferenceRefused, Verdict, check_case
+from .outcomes import not_covered, record, refused
+from .strategies import Case
+
+__all__ = ["ExecutorError", "Harness"]
+
+
+class ExecutorError(AssertionError):
+    """The executor raised something other than ``UnsupportedGraphError``."""
+
+
+class Harness:
+    """Judges cases for one test and keeps its counters."""
+
+    def __init__(self, request: Any, executor: Any, reference: Any, artifacts: ArtifactDir,
+                 label: str, *, op: str | None = None, dtype: str | None = None,
+                 shape_class: str | None = None, rules: Iterable[str] = ()) -> None:
+        self.request = request
+        self.meta: dict[str, Any] = {"op": op, "dtype": dtype, "shape_class": shape_class,
+                                     "rules": list(rules)}
+        record(request, **self.meta)  # recorded up front: failures are reported too
+        self.executor = executor
+        self.reference = reference
+        self.artifacts = artifacts
+        self.label = label
+        self.examples = 0
+        self.refusals = 0
+        self.reference_refusals = 0
+        self.locally_checked = 0
+        self.refusal_reason = ""
+
+    def check(self, case: Case) -> Verdict:
+        """Judge one case; raises AssertionError (with the repro path) on a failure and
+        rejects the example (``hypothesis.reject``) when either side refuses it."""
+        where = self.artifacts.write_case(case.graph, case.inputs)
+        try:
+            verdict = check_case(case, self.executor, self.reference, label=self.label)
+        except ReferenceRefused:
+            self.reference_refusals += 1
+            reject()
+        except UnsupportedGraphError as e:
+            self.refusals += 1
+            self.refusal_reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            reject()
+        except Exception as e:
+            message = (f"{self.label}: the executor raised {type(e).__name__}: {e}\n"
+                       f"repro: python {where / 'repro.py'}")
+            self.artifacts.write_results({}, {}, message)
+            raise ExecutorError(message) from e
+        self.examples += 1
+        if verdict.locally_checked:
+            self.locally_checked += 1
+        if not verdict.ok:
+            self.artifacts.write_results(verdict.expected, verdict.actual, verdict.message)
+            extra = ""
+            if verdict.divergence is not None and len(case.graph.nodes) > 1:
+                sub = self.artifacts.write_case(verdict.divergence.graph, case.inputs,
+                                                sub="divergence",
+                                                note=f"first diverging node "
+                                                     f"#{verdict.divergence.index}")
+                (sub / "failure.txt").write_text(str(verdict.divergence) + "\n")
+                extra = f"\nrepro of the first diverging node: python {sub / 'repro.py'}"
+            pytest.fail(f"{verdict.message}\nartifacts: {where}\n"
+                        f"repro: python {where / 'repro.py'}{extra}", pytrace=False)
+        return verdict
+
+    def run(self, prop: Callable[[], None]) -> None:
+        """Run a ``@given`` property; no generated example at all ends as not covered.
+
+        The property's database key and derandomization seed are made specific to this
+        test id (parametrized cells share one inner function)."""
+        inner = getattr(getattr(prop, "hypothesis", None), "inner_test", None)
+        if inner is not None:
+            key = str(getattr(self.request.node, "nodeid", self.label)).encode()
+            inner._hypothesis_internal_add_digest = key
+        try:
+            prop()
+        except Unsatisfiable:
+            if not self.examples and not self.refusals:
+                not_covered(f"{self.label}: no example of this cell could be generated"
+                            + (" (the reference refused every one)"
+                               if self.reference_refusals else ""))
+
+    def finish(self) -> None:
+        """Record the counters; no executed example ends as refused or not covered."""
+        record(self.request, **self.meta,
+               examples=self.examples, refused_examples=self.refusals,
+               locally_checked=self.locally_checked)
+        if not self.examples and self.refusals:
+            refused(f"{self.label}: {self.refusals} of {self.refusals} examples refused "
+                    f"({self.refusal_reason})")
+        if not self.examples:
+            not_covered(f"{self.label}: no example ran")

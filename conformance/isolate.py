@@ -1,0 +1,390 @@
+"""Crash containment: run executor calls in a child process (CONF-12..14).
+
+With ``--conformance-isolate`` every ``execute`` of the executor under test runs in a worker
+process started with ``multiprocessing`` *spawn* (a fresh interpreter: safe for CUDA and
+other runtimes that do not survive ``fork``). The worker builds the executor from its
+``module:attr`` spec once and then serves calls; the graph travels in its text form
+(``Graph.to_text`` / ``Graph.parse``) and the arrays are pickled.
+
+Before each call a repro directory is written (``graph.txt``, ``inputs.npz``, ``call.json``
+and a ``repro.py`` that replays the call in-process). When the call returns, the directory
+is removed; when the worker dies of a signal or overruns ``--conformance-timeout``, the call
+raises :class:`ExecutorCrash` naming the signal or the timeout and that directory, the
+worker is restarted for the next call and the run continues.
+
+How the tests use it: the ``executor`` fixture returns ``wrap_executor(config, executor)``,
+which is the executor itself without ``--conformance-isolate`` and an
+:class:`IsolatedExecutor` with it; tests simply call ``executor.execute(graph, inputs)``.
+Code that holds only a spec can call ``run_executor(config, spec, graph, inputs)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import traceback
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from interpreter.errors import UnsupportedGraphError
+from interpreter.graph.core import Graph
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "ExecutorCrash",
+    "IsolatedExecutor",
+    "executor_spec",
+    "resolve_spec",
+    "run_executor",
+    "wrap_executor",
+]
+
+DEFAULT_TIMEOUT = 60.0
+_CALLS = itertools.count(1)
+REFERENCE_SPEC = "interpreter.executor:InterpreterExecutor"
+
+
+class ExecutorCrash(Exception):
+    """The executor killed its process (a signal) or did not return in time."""
+
+
+class IsolatedCallError(Exception):
+    """An exception raised in the worker whose class cannot be rebuilt in this process."""
+
+
+# -- executor specs --------------------------------------------------------------------------
+def resolve_spec(spec: str) -> Any:
+    """Build the executor named by ``module:attr.path`` (CONF-1: a class or factory is called
+    with no arguments)."""
+    from conformance.executors import resolve
+
+    return resolve(spec).executor
+
+
+def executor_spec(config: pytest.Config | None, executor: Any = None) -> str:
+    """The ``module:attr`` spec of the executor under test (``--executor`` or the reference)."""
+    spec = _option(config, "executor", None)
+    if isinstance(spec, str) and spec:
+        return spec
+    if executor is not None:
+        cls = type(executor)
+        return f"{cls.__module__}:{cls.__qualname__}"
+    return REFERENCE_SPEC
+
+
+def _option(config: pytest.Config | None, name: str, default: Any) -> Any:
+    if config is None:
+        return default
+    try:
+        value = config.getoption(name)
+    except (ValueError, AttributeError):
+        return default
+    return default if value is None else value
+
+
+# -- the worker -----------------------------------------------------------------------------
+def _serve(requests: Connection, conn: Connection, spec: str) -> None:
+    """Worker main loop: build the executor, then answer ``(graph_text, inputs)`` requests."""
+    try:
+        executor = resolve_spec(spec)
+    except BaseException as e:
+        conn.send(("err", type(e).__module__, type(e).__qualname__, str(e),
+                   traceback.format_exc()))
+        return
+    conn.send(("ready",))
+    while True:
+        try:
+            request = requests.recv()
+        except EOFError:
+            return
+        if request is None:
+            return
+        text, inputs = request
+        try:
+            graph = Graph.parse(text)
+            outputs = [np.asarray(o) for o in executor.execute(graph, inputs)]
+            conn.send(("ok", outputs, inputs))
+        except BaseException as e:
+            conn.send(("err", type(e).__module__, type(e).__qualname__, str(e),
+                       traceback.format_exc()))
+
+
+class _Worker:
+    """A ``python -m conformance.isolate`` child serving calls over two pipes.
+
+    A plain subprocess (not ``multiprocessing``): a fresh interpreter (safe for CUDA and other
+    runtimes that do not survive ``fork``) that never re-imports the parent's main module.
+    """
+
+    def __init__(self, spec: str) -> None:
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "conformance.isolate", "--serve", str(down_r), str(up_w),
+             spec], pass_fds=(down_r, up_w), env=env, stdin=subprocess.DEVNULL)
+        os.close(down_r)
+        os.close(up_w)
+        self.send_conn = Connection(down_w, readable=False)
+        self.conn = Connection(up_r, writable=False)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.alive():
+            try:
+                self.send_conn.send(None)
+            except OSError:
+                pass
+            try:
+                self.proc.wait(2)
+            except subprocess.TimeoutExpired:
+                pass
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait(5)
+        self.send_conn.close()
+        self.conn.close()
+
+    def died(self) -> str:
+        try:
+            code = self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            return "stopped answering"
+        if code < 0:
+            try:
+                return f"killed by signal {signal.Signals(-code).name} ({-code})"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exited with status {code}"
+
+
+# -- the isolating executor ------------------------------------------------------------------
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:80].strip("_") or "call"
+
+
+_REPRO = '''"""Replay one isolated executor call (written before the call ran; CONF-12).
+
+Runs the executor on graph.txt / inputs.npz, then the reference, and compares outputs and
+buffers exactly. Exit status: 0 = same, 1 = mismatch; a crash kills this process too.
+"""
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from conformance.isolate import resolve_spec
+from interpreter.executor import InterpreterExecutor
+from interpreter.graph.core import Graph
+from interpreter.testing import assert_same
+
+here = Path(__file__).parent
+call = json.loads((here / "call.json").read_text())
+spec = sys.argv[1] if len(sys.argv) > 1 else call["executor"]
+text = (here / "graph.txt").read_text()
+with np.load(here / "inputs.npz") as z:
+    inputs = [z[f"arg{i}"] for i in range(len(z.files))]
+mine = [a.copy() for a in inputs]
+ref = [a.copy() for a in inputs]
+got = resolve_spec(spec).execute(Graph.parse(text), mine)
+expected = InterpreterExecutor().execute(Graph.parse(text), ref)
+try:
+    assert_same(list(got), list(expected), msg="outputs")
+    assert_same(mine, ref, msg="inputs after the call")
+except AssertionError as e:
+    print(f"MISMATCH ({spec}): {e}")
+    sys.exit(1)
+print(f"executor {spec} agrees with the reference on this call")
+'''
+
+
+class IsolatedExecutor:
+    """An ``Executor`` proxy that runs ``spec``'s executor in a spawned worker process."""
+
+    def __init__(self, spec: str, timeout: float = DEFAULT_TIMEOUT,
+                 artifacts: Path | str = ".conformance") -> None:
+        self.spec = spec
+        self.timeout = float(timeout)
+        self.artifacts = Path(artifacts) / "isolate"
+        self._worker: _Worker | None = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"IsolatedExecutor({self.spec!r}, timeout={self.timeout:g})"
+
+    def close(self) -> None:
+        with self._lock:
+            if self._worker is not None:
+                self._worker.stop()
+                self._worker = None
+
+    def _start(self) -> _Worker:
+        if self._worker is None or not self._worker.alive():
+            w = _Worker(self.spec)
+            if not w.conn.poll(self.timeout + 60):
+                w.stop()
+                raise ExecutorCrash(f"isolated executor {self.spec}: the worker did not start "
+                                    f"within {self.timeout + 60:g} s")
+            try:
+                msg = w.conn.recv()
+            except EOFError:
+                raise ExecutorCrash(f"isolated executor {self.spec}: the worker "
+                                    f"{w.died()} while building the executor") from None
+            if msg[0] != "ready":
+                w.stop()
+                raise _rebuild(msg)
+            self._worker = w
+        return self._worker
+
+    def _call_dir(self, text: str, inputs: Sequence[np.ndarray]) -> Path:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "call").split(" ")[0]
+        d = self.artifacts / f"{_safe(test)}-{os.getpid()}-{next(_CALLS)}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "graph.txt").write_text(text)
+        arrays: dict[str, Any] = {f"arg{i}": a for i, a in enumerate(inputs)}
+        np.savez(d / "inputs.npz", **arrays)
+        (d / "call.json").write_text(json.dumps({"executor": self.spec, "test": test}))
+        (d / "repro.py").write_text(_REPRO)
+        return d
+
+    def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
+        text = graph.to_text()
+        arrays = [np.asarray(a) for a in inputs]
+        with self._lock:
+            d = self._call_dir(text, arrays)
+            worker = self._start()
+            try:
+                worker.send_conn.send((text, arrays))
+            except (OSError, EOFError):
+                self._worker = None
+                raise ExecutorCrash(f"isolated executor {self.spec}: worker {worker.died()} "
+                                    f"before the call; repro: {d}") from None
+            if not worker.conn.poll(self.timeout):
+                worker.proc.kill()
+                worker.proc.wait(5)
+                worker.stop()
+                self._worker = None
+                raise ExecutorCrash(
+                    f"executor {self.spec} did not return within {self.timeout:g} s "
+                    f"(--conformance-timeout) on graph {graph.name!r}; stopped. The call's "
+                    f"repro (written before it ran): {d}/repro.py")
+            try:
+                msg = worker.conn.recv()
+            except EOFError:
+                how = worker.died()
+                worker.stop()
+                self._worker = None
+                raise ExecutorCrash(
+                    f"executor {self.spec} crashed: process {how} while executing graph "
+                    f"{graph.name!r}. The call's repro (written before it ran): "
+                    f"{d}/repro.py") from None
+        if msg[0] == "err":
+            raise _rebuild(msg)
+        shutil.rmtree(d, ignore_errors=True)
+        _, outputs, after = msg
+        for i, (mine, theirs) in enumerate(zip(inputs, after, strict=True)):
+            if isinstance(mine, np.ndarray) and mine.tobytes() != np.asarray(theirs).tobytes():
+                if not mine.flags.writeable:
+                    raise AssertionError(f"executor {self.spec} wrote read-only input {i} "
+                                         "[EXEC-6]")
+                np.copyto(mine, theirs)
+        return list(outputs)
+
+
+def _rebuild(msg: tuple[Any, ...]) -> BaseException:
+    """The worker's exception, rebuilt as its own class when possible (CONF-14)."""
+    _, module, qualname, text, tb = msg
+    exc: BaseException | None = None
+    try:
+        cls: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            cls = getattr(cls, part)
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            exc = cls(text)
+    except Exception:
+        exc = None
+    if exc is None:
+        exc = IsolatedCallError(f"{module}.{qualname}: {text}")
+    exc.add_note(f"raised in the isolated executor process:\n{tb}")
+    return exc
+
+
+# -- pytest integration ------------------------------------------------------------------------
+_EXECUTORS: list[IsolatedExecutor] = []
+
+
+def isolate_enabled(config: pytest.Config | None) -> bool:
+    return bool(_option(config, "conformance_isolate", False))
+
+
+def wrap_executor(config: pytest.Config | None, executor: Any) -> Any:
+    """``executor`` itself, or an :class:`IsolatedExecutor` under ``--conformance-isolate``."""
+    if not isolate_enabled(config) or isinstance(executor, IsolatedExecutor):
+        return executor
+    assert config is not None
+    for e in _EXECUTORS:
+        if e.spec == executor_spec(config, executor):
+            return e
+    iso = IsolatedExecutor(executor_spec(config, executor),
+                           float(_option(config, "conformance_timeout", DEFAULT_TIMEOUT)),
+                           _option(config, "conformance_artifacts", ".conformance"))
+    _EXECUTORS.append(iso)
+    return iso
+
+
+def run_executor(config: pytest.Config | None, spec: str, graph: Graph,
+                 inputs: Sequence[Any]) -> list[np.ndarray]:
+    """Run ``spec``'s executor on ``graph`` in a worker process (whatever the options say)."""
+    for e in _EXECUTORS:
+        if e.spec == spec:
+            return e.execute(graph, inputs)
+    iso = IsolatedExecutor(spec, float(_option(config, "conformance_timeout", DEFAULT_TIMEOUT)),
+                           _option(config, "conformance_artifacts", ".conformance"))
+    _EXECUTORS.append(iso)
+    return iso.execute(graph, inputs)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if not isolate_enabled(config):
+        return None
+    timeout = float(_option(config, "conformance_timeout", DEFAULT_TIMEOUT))
+    return f"conformance isolate: each executor call in a spawned worker, timeout {timeout:g} s"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    while _EXECUTORS:
+        _EXECUTORS.pop().close()
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m conformance.isolate --serve READ_FD WRITE_FD SPEC`` (the worker)."""
+    if len(argv) != 4 or argv[0] != "--serve":
+        print("usage: python -m conformance.isolate --serve READ_FD WRITE_FD SPEC",
+              file=sys.stderr)
+        return 2
+    _serve(Connection(int(argv[1]), writable=False), Connection(int(argv[2]), readable=False),
+           argv[3])
+    return 0
+
+
+_ = UnsupportedGraphError  # rebuilt by _rebuild from its module/qualname
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,451 @@
+"""The suite's vocabulary of generated inputs, all driven by the op registry.
+
+Read top to bottom:
+
+* ``dtypes()``, ``shapes()``, ``arrays()``: hypothesis strategies for element types, shapes
+  (rank 0, empty dims, size-1 broadcast dims) and arrays with special values (NaN, +-inf,
+  +-0, subnormals, extremes, integer min/max; ``interpreter.sampling.special_values``).
+* :class:`HypothesisArgSource`: the registry's ``ArgSource`` protocol on top of hypothesis, so
+  every op's ``OpDef.sample`` draws through hypothesis (and shrinks). It can *pin* the first
+  dtype drawn and bias every shape towards a **shape class** (``SHAPE_CLASSES``).
+* ``single_op_calls(op)``: a strategy of :class:`Case` (a one-op graph plus its inputs).
+* ``random_graphs(ops)``: a strategy of type-correct DAGs of up to ~30 ops built from the
+  registry's sample functions: earlier values are reused where the type fits, adapted by
+  ``cast``/``reshape``/``broadcast_to`` where it nearly fits, and otherwise become new graph
+  inputs (tensors, or mutable buffers for store/load operands; seeds for random ops).
+
+Nothing here names an op's semantics: a new registry op with a ``sample`` function is covered
+without touching the suite. Array *values* come from a numpy generator seeded by hypothesis
+(drawing every element through hypothesis costs ~30x more, array-api-tests #197); shapes,
+dtypes, attributes and graph structure are drawn (and shrunk) by hypothesis itself.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
+from hypothesis import strategies as st
+
+from interpreter.dtype import DType
+from interpreter.errors import EagerConformanceError
+from interpreter.graph.core import Graph, Value
+from interpreter.graph.lowering import lower
+from interpreter.promotion import broadcast_shapes, promote_dtypes
+from interpreter.registry import REGISTRY, OpDef
+from interpreter.registry.core import OpCall
+from interpreter.sampling import RandomArgSource, special_values
+from interpreter.types import BufferType, DeviceRef, TensorType, ValueType
+
+__all__ = [
+    "SHAPE_CLASSES",
+    "BiasedArgSource",
+    "Case",
+    "HypothesisArgSource",
+    "RngArgSource",
+    "arrays",
+    "build_random_graph",
+    "call_dtype",
+    "case_from_call",
+    "dtypes",
+    "feasible_cells",
+    "graph_families",
+    "random_graphs",
+    "shape_class_of",
+    "shapes",
+    "single_op_calls",
+    "special_values",
+]
+
+T = TypeVar("T")
+
+#: Shape classes of the op x dtype x shape-class matrix.
+#: ``scalar``: every drawn shape has rank 0; ``empty``: some dimension is 0;
+#: ``broadcast``: a size-1 dimension, or operands of a broadcasting op differ in shape;
+#: ``general``: everything else (rank >= 1, dims >= 2).
+SHAPE_CLASSES = ("scalar", "empty", "broadcast", "general")
+
+#: How likely ``values(kind="any")`` is to use each special-value rate.
+_SPECIAL_RATES = (0.0, 0.2, 0.6)
+
+
+# -- basic strategies ----------------------------------------------------------------------
+def dtypes(allowed: Iterable[DType] | None = None) -> st.SearchStrategy[DType]:
+    """Element types (all of ``DType`` by default), in a stable order."""
+    return st.sampled_from(sorted(DType if allowed is None else allowed, key=lambda d: d.value))
+
+
+def shapes(min_rank: int = 0, max_rank: int = 4, min_side: int = 0, max_side: int = 5
+           ) -> st.SearchStrategy[tuple[int, ...]]:
+    """Shapes; shrink towards rank 0 and small sides (so 0-d, empty and size-1 dims occur)."""
+    return st.lists(st.integers(min_side, max_side), min_size=min_rank,
+                    max_size=max_rank).map(tuple)
+
+
+@st.composite
+def arrays(draw: Any, dtype: DType | st.SearchStrategy[DType],
+           shape: tuple[int, ...] | st.SearchStrategy[tuple[int, ...]], kind: str = "any"
+           ) -> np.ndarray:
+    """Arrays of ``dtype``/``shape``; ``kind`` as in the ``ArgSource`` protocol.
+
+    ``kind="any"`` mixes in special values at a drawn rate (0, 20% or 60% of elements).
+    """
+    d = draw(dtype) if isinstance(dtype, st.SearchStrategy) else dtype
+    s = draw(shape) if isinstance(shape, st.SearchStrategy) else shape
+    seed = draw(st.integers(0, 2**32 - 1))
+    rate = draw(st.sampled_from(_SPECIAL_RATES))
+    return RandomArgSource(seed, rate).values(d, tuple(s), kind)
+
+
+# -- ArgSource implementations -------------------------------------------------------------
+class BiasedArgSource:
+    """``ArgSource`` with a pinned first dtype and shapes biased to a shape class.
+
+    Subclasses provide the primitive draws ``_int`` and ``_values``. Every shape handed out is
+    recorded in ``drawn_shapes`` (used by :func:`shape_class_of`).
+    """
+
+    def __init__(self, pin_dtype: DType | None = None, shape_class: str | None = None) -> None:
+        self.pin_dtype = pin_dtype
+        self.shape_class = shape_class
+        self.drawn_shapes: list[tuple[int, ...]] = []
+        self._pinned = False
+
+    def _int(self, lo: int, hi: int) -> int:
+        raise NotImplementedError
+
+    def _values(self, dtype: DType, shape: tuple[int, ...], kind: str) -> np.ndarray:
+        raise NotImplementedError
+
+    # -- the protocol ------------------------------------------------------------------
+    def dtype(self, allowed: Iterable[DType]) -> DType:
+        options = sorted(allowed, key=lambda d: d.value)
+        if not self._pinned and self.pin_dtype is not None and self.pin_dtype in options:
+            self._pinned = True
+            return self.pin_dtype
+        self._pinned = True
+        return options[self._int(0, len(options) - 1)]
+
+    def shape(self, min_rank: int = 0, max_rank: int = 4, min_side: int = 0,
+              max_side: int = 5) -> tuple[int, ...]:
+        cls = self.shape_class
+        lo_rank = min_rank if cls in (None, "scalar") else max(1, min_rank)
+        if cls == "scalar" and min_rank == 0:
+            out: tuple[int, ...] = ()
+        else:
+            rank = self._int(lo_rank, max(lo_rank, max_rank))
+            lo_side = min_side
+            if cls == "general" and max_side >= max(2, min_side):
+                lo_side = max(2, min_side)
+            elif cls == "broadcast" and min_side <= 1 <= max_side:
+                lo_side = max(1, min_side)
+            sides = [self._int(lo_side, max(lo_side, max_side)) for _ in range(rank)]
+            if rank and cls == "empty" and min_side == 0 and 0 not in sides:
+                sides[self._int(0, rank - 1)] = 0
+            if rank and cls == "broadcast" and min_side <= 1 <= max_side and 1 not in sides:
+                sides[self._int(0, rank - 1)] = 1
+            out = tuple(sides)
+        self.drawn_shapes.append(out)
+        return out
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self._int(lo, hi)
+
+    def choice(self, options: Sequence[T]) -> T:
+        return options[self._int(0, len(options) - 1)]
+
+    def boolean(self) -> bool:
+        return self._int(0, 1) == 1
+
+    def values(self, dtype: DType, shape: tuple[int, ...], kind: str = "any") -> np.ndarray:
+        return self._values(dtype, tuple(shape), kind)
+
+
+class HypothesisArgSource(BiasedArgSource):
+    """``ArgSource`` drawing from a hypothesis ``data`` object (``st.data()``)."""
+
+    def __init__(self, data: Any, pin_dtype: DType | None = None,
+                 shape_class: str | None = None) -> None:
+        super().__init__(pin_dtype, shape_class)
+        self.data = data
+
+    def _int(self, lo: int, hi: int) -> int:
+        if lo >= hi:
+            return lo
+        return int(self.data.draw(st.integers(lo, hi)))
+
+    def _values(self, dtype: DType, shape: tuple[int, ...], kind: str) -> np.ndarray:
+        out: np.ndarray = self.data.draw(arrays(dtype, shape, kind))
+        return out
+
+
+class RngArgSource(BiasedArgSource):
+    """``ArgSource`` over a seeded PRNG: fast, reproducible (random graphs, probing)."""
+
+    def __init__(self, seed: int, pin_dtype: DType | None = None,
+                 shape_class: str | None = None) -> None:
+        super().__init__(pin_dtype, shape_class)
+        self.rng = random.Random(seed)
+        self.arrays = RandomArgSource(seed, special_rate=0.2)
+
+    def _int(self, lo: int, hi: int) -> int:
+        return lo if lo >= hi else self.rng.randint(lo, hi)
+
+    def _values(self, dtype: DType, shape: tuple[int, ...], kind: str) -> np.ndarray:
+        return self.arrays.values(dtype, shape, kind)
+
+
+# -- classifying a sampled call -----------------------------------------------------------
+def call_dtype(op: OpDef, call: OpCall) -> DType | None:
+    """The dtype cell of a call: what ``op.dtypes`` constrains (operand 0 after promotion;
+    the ``dtype`` attribute for ops without operands)."""
+    if call.operands:
+        ds = [DType.from_numpy(a.dtype) for a in call.operands]
+        if op.promote and all(i < len(ds) for i in op.promote):
+            promoted = promote_dtypes([ds[i] for i in op.promote])
+            return promoted if promoted is not None else ds[0]
+        return ds[0]
+    d = call.attrs.get("dtype")
+    if isinstance(d, DType):
+        return d
+    v = call.attrs.get("value")
+    if isinstance(v, np.ndarray):
+        return DType.from_numpy(v.dtype)
+    return None
+
+
+def shape_class_of(op: OpDef, call: OpCall, drawn: Sequence[tuple[int, ...]] = ()) -> str:
+    """The shape class (``SHAPE_CLASSES``) of a sampled call."""
+    operand_shapes = [tuple(a.shape) for a in call.operands]
+    shapes_ = list(drawn) or operand_shapes or _result_shapes(op, call)
+    everything = shapes_ + operand_shapes
+    if any(0 in s for s in everything):
+        return "empty"
+    if shapes_ and all(s == () for s in shapes_):
+        return "scalar"
+    if any(1 in s for s in shapes_) or (op.broadcast and len(set(operand_shapes)) > 1):
+        return "broadcast"
+    return "general"
+
+
+def _result_shapes(op: OpDef, call: OpCall) -> list[tuple[int, ...]]:
+    types = [_input_type(a, i in call.buffers) for i, a in enumerate(call.operands)]
+    try:
+        return [t.shape for t in op.infer(op, types, call.attrs)]
+    except Exception:
+        return []
+
+
+# -- cases: a graph plus its inputs --------------------------------------------------------
+@dataclass
+class Case:
+    """A lowered graph, its input arrays (never handed to an executor: pass copies) and
+    what it exercises."""
+
+    graph: Graph
+    inputs: list[np.ndarray]
+    op: str | None = None
+    dtype: DType | None = None
+    shape_class: str | None = None
+    call: OpCall | None = None
+    seed: int | None = None
+    skipped_ops: list[str] = field(default_factory=list)
+
+    def input_copies(self) -> list[np.ndarray]:
+        return [np.array(a, copy=True) for a in self.inputs]
+
+
+def _input_type(a: np.ndarray, buffer: bool) -> ValueType:
+    t = TensorType(DType.from_numpy(a.dtype), tuple(a.shape), DeviceRef.CPU())
+    return t.as_buffer() if buffer else t
+
+
+def case_from_call(op: OpDef, call: OpCall, name: str | None = None) -> Case:
+    """A one-op graph: inputs typed after the operands (``call.buffers`` as buffers), every
+    tensor result an output. Raises the project error if the call does not type-check."""
+    types = [_input_type(a, i in call.buffers) for i, a in enumerate(call.operands)]
+    with Graph(name or f"conformance_{op.name}", input_types=types) as g:
+        results = g.stage(op, list(g.inputs), call.attrs)
+        g.output(*[r for r in results if isinstance(r.type, TensorType)])
+    lower(g)
+    return Case(g, [np.asarray(a) for a in call.operands], op.name, call_dtype(op, call),
+                None, call)
+
+
+@st.composite
+def single_op_calls(draw: Any, op: OpDef, dtype: DType | None = None,
+                    shape_class: str | None = None) -> Case:
+    """A :class:`Case` with one use of ``op``, drawn by its registry ``sample`` function.
+
+    With ``dtype``/``shape_class`` the draw is biased to that cell and rejected when the
+    sampled call lands elsewhere. ``op.sample`` must exist (see :func:`feasible_cells`).
+    """
+    from hypothesis import assume
+
+    if op.sample is None:
+        raise ValueError(f"op {op.name!r} has no sample function")
+    src = HypothesisArgSource(draw(st.data()), dtype, shape_class)
+    call = op.sample(src)
+    cls = shape_class_of(op, call, src.drawn_shapes)
+    assume(dtype is None or call_dtype(op, call) == dtype)
+    assume(shape_class is None or cls == shape_class)
+    case = case_from_call(op, call)
+    case.shape_class = cls
+    return case
+
+
+def feasible_cells(op: OpDef, tries: int = 8) -> dict[tuple[DType, str], int]:
+    """Which (dtype, shape class) cells ``op.sample`` can reach: cell -> a probe seed that
+    reached it. Probed with :class:`RngArgSource` (cheap, deterministic)."""
+    found: dict[tuple[DType, str], int] = {}
+    if op.sample is None:
+        return found
+    for dtype in sorted(op.dtypes, key=lambda d: d.value):
+        for cls in SHAPE_CLASSES:
+            for seed in range(tries):
+                src = RngArgSource(seed, dtype, cls)
+                try:
+                    call = op.sample(src)
+                except Exception:
+                    found[(dtype, cls)] = seed
+                    break
+                if call_dtype(op, call) == dtype and \
+                        shape_class_of(op, call, src.drawn_shapes) == cls:
+                    found[(dtype, cls)] = seed
+                    break
+    return found
+
+
+# -- random multi-op graphs -----------------------------------------------------------------
+def graph_families() -> dict[str, list[OpDef]]:
+    """Op families for random graphs: one per registry category, plus ``mixed`` (all ops)."""
+    fams: dict[str, list[OpDef]] = {}
+    for name in sorted(REGISTRY):
+        op = REGISTRY[name]
+        if op.sample is not None:
+            fams.setdefault(op.category, []).append(op)
+            fams.setdefault("mixed", []).append(op)
+    return fams
+
+
+class _GraphBuilder:
+    """Grows a graph op by op from registry samples (see :func:`build_random_graph`)."""
+
+    def __init__(self, graph: Graph, src: RngArgSource) -> None:
+        self.g = graph
+        self.src = src
+        self.inputs: list[np.ndarray] = []
+        self.tensors: list[Value] = []   # tensor values available as operands
+        self.buffers: list[Value] = []   # buffer values (inputs and buffer_create results)
+        self.used: set[Value] = set()
+        self.by_type: dict[ValueType, list[Value]] = {}
+
+    def _avail(self, v: Value) -> None:
+        (self.buffers if isinstance(v.type, BufferType) else self.tensors).append(v)
+        self.by_type.setdefault(v.type, []).append(v)
+
+    def new_input(self, a: np.ndarray, buffer: bool) -> Value:
+        v = self.g.add_input(_input_type(a, buffer))
+        self.inputs.append(np.asarray(a))
+        self._avail(v)
+        return v
+
+    def stage(self, name: str, operands: list[Value], attrs: dict[str, Any]) -> Value | None:
+        op = REGISTRY.get(name)
+        if op is None:
+            return None
+        try:
+            (v,) = self.g.stage(op, operands, attrs)
+        except (EagerConformanceError, ValueError):
+            return None
+        self.used.update(operands)
+        self._avail(v)
+        return v
+
+    def fit_tensor(self, a: np.ndarray) -> Value:
+        """A value of exactly ``a``'s type: reused, adapted, or a new graph input."""
+        want = _input_type(a, False)
+        assert isinstance(want, TensorType)
+        rng = self.src.rng
+        exact = self.by_type.get(want, ())
+        if exact and rng.random() < 0.85:
+            return exact[-1 - int(rng.random() ** 2 * len(exact))]  # prefer recent values
+        for _ in range(3 if self.tensors else 0):
+            if rng.random() < 0.3:
+                break
+            v = self.tensors[-1 - int(rng.random() ** 2 * len(self.tensors))]
+            t = v.type
+            if t.device == want.device:
+                adapted: Value | None = v
+                if t.shape != want.shape and t.num_elements == want.num_elements:
+                    adapted = self.stage("reshape", [v], {"shape": want.shape})
+                elif (t.shape != want.shape and len(t.shape) <= len(want.shape)
+                      and broadcast_shapes([t.shape, want.shape]) == want.shape):
+                    adapted = self.stage("broadcast_to", [v], {"shape": want.shape})
+                if adapted is not None and adapted.type.shape == want.shape \
+                        and adapted.type.dtype != want.dtype:
+                    adapted = self.stage("cast", [adapted], {"dtype": want.dtype})
+                if adapted is not None and adapted.type == want:
+                    return adapted
+        return self.new_input(a, False)
+
+    def fit_buffer(self, a: np.ndarray) -> Value:
+        want = _input_type(a, True)
+        same = self.by_type.get(want, [])
+        if same and self.src.rng.random() < 0.7:
+            return self.src.choice(same)
+        return self.new_input(a, True)
+
+    def add(self, op: OpDef, call: OpCall) -> bool:
+        operands = [self.fit_buffer(a) if i in call.buffers else self.fit_tensor(a)
+                    for i, a in enumerate(call.operands)]
+        try:
+            results = self.g.stage(op, operands, call.attrs)
+        except (EagerConformanceError, ValueError):
+            return False
+        self.used.update(operands)
+        for r in results:
+            self._avail(r)
+        return True
+
+
+def build_random_graph(seed: int, n_ops: int, ops: Sequence[OpDef] | None = None,
+                       name: str = "random_graph") -> Case:
+    """A random type-correct DAG of ``n_ops`` sampled ops (plus adapters), deterministic in
+    ``(seed, n_ops, ops)``; the graph for ``n_ops = k`` is a prefix of the one for ``k + 1``.
+
+    Outputs: every tensor value no later node consumes. Buffers keep their final contents
+    (compared by the differential tests).
+    """
+    pool = [op for op in (ops if ops is not None else graph_families()["mixed"])
+            if op.sample is not None]
+    src = RngArgSource(seed)
+    g = Graph(name)
+    b = _GraphBuilder(g, src)
+    skipped: list[str] = []
+    with g:
+        for _ in range(n_ops):
+            op = src.choice(pool)
+            assert op.sample is not None
+            call = op.sample(src)
+            if not b.add(op, call):
+                skipped.append(op.name)
+        outs = [v for v in b.tensors if v not in b.used and not _is_input(g, v)]
+        g.output(*outs)
+    lower(g)
+    return Case(g, b.inputs, seed=seed, skipped_ops=skipped)
+
+
+def _is_input(g: Graph, v: Value) -> bool:
+    return any(v is i for i in g.inputs)
+
+
+def random_graphs(ops: Sequence[OpDef] | None = None, max_ops: int = 30,
+                  name: str = "random_graph") -> st.SearchStrategy[Case]:
+    """Random graphs; hypothesis shrinks the op count (prefixes) and the seed."""
+    def build(seed: int, n: int) -> Case:
+        return build_random_graph(seed, n, ops, name)
+    return st.builds(build, st.integers(0, 2**32 - 1), st.integers(1, max_ops))

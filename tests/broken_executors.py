@@ -1,0 +1,211 @@
+"""Deliberately broken executors: the conformance suite must catch every one (CONF-18).
+
+Each class is a small variation of the reference interpreter with one realistic bug. They
+are built with no arguments, so ``--executor=tests.broken_executors:Name`` selects them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from interpreter.errors import UnsupportedGraphError
+from interpreter.evaluate import fresh_outputs
+from interpreter.executor import InterpreterExecutor, validate_inputs
+from interpreter.graph.core import Graph, Node, Value
+from interpreter.types import BufferType
+
+__all__ = [
+    "AliasingOutputs",
+    "CrashingExecutor",
+    "DroppedMutation",
+    "HangingExecutor",
+    "IgnoredSeed",
+    "NaNComparisonByNegation",
+    "NondeterministicExecutor",
+    "RefusesAfterWrite",
+    "ReplayedMutation",
+    "RoundHalfAwayFromZero",
+    "TruncatingFloorDiv",
+    "WrongOutputDtype",
+]
+
+Kernel = Callable[..., Any]
+
+
+class PatchedInterpreter(InterpreterExecutor):
+    """The reference loop with some kernels replaced (``overrides``: op name -> kernel)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {}
+
+    def __init__(self) -> None:
+        super().__init__(max_ops=None)
+
+    def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
+        why = self.refusal(graph)  # also lowers the graph
+        if why is not None:
+            raise UnsupportedGraphError(f"{type(self).__name__}: {why}")
+        validate_inputs(type(self).__name__, graph, inputs)
+        return self.run(graph, list(inputs))
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return fresh_outputs(self.raw_outputs(graph, inputs), inputs)
+
+    def raw_outputs(self, graph: Graph, inputs: list[np.ndarray]) -> list[Any]:
+        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
+        with np.errstate(all="ignore"):
+            for node in graph.nodes:
+                out = self.kernel_for(node)(*[env[v] for v in node.operands], **node.attrs)
+                if len(node.results) == 1:
+                    env[node.results[0]] = out
+                elif node.results:
+                    env.update(zip(node.results, out, strict=True))
+        return [env[v] for v in graph.outputs or ()]
+
+    def kernel_for(self, node: Node) -> Kernel:
+        return self.overrides.get(node.op.name, node.op.kernel)
+
+
+# -- wrong numerics ---------------------------------------------------------------------------
+def _round_half_away(x: Any) -> Any:
+    return (np.sign(x) * np.floor(np.abs(x) + np.asarray(0.5, x.dtype))).astype(x.dtype)
+
+
+class RoundHalfAwayFromZero(PatchedInterpreter):
+    """``round`` rounds halves away from zero (C ``round``) instead of to even."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"round": _round_half_away}
+
+
+def _trunc_div(lhs: Any, rhs: Any) -> Any:
+    if np.dtype(lhs.dtype).kind in "iu":
+        q = np.trunc(np.true_divide(lhs, np.where(rhs == 0, 1, rhs)))
+        return q.astype(lhs.dtype)
+    return np.floor_divide(lhs, rhs)
+
+
+class TruncatingFloorDiv(PatchedInterpreter):
+    """Integer ``floor_div`` truncates toward zero (C division): -7 // 2 gives -3."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"floor_div": _trunc_div}
+
+
+class NaNComparisonByNegation(PatchedInterpreter):
+    """MAX's quirk: ``x > y`` computed as ``not (x <= y)`` makes comparisons with NaN True."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {
+        "greater": lambda a, b: np.logical_not(np.less_equal(a, b)),
+        "greater_equal": lambda a, b: np.logical_not(np.less(a, b)),
+    }
+
+
+class WrongOutputDtype(PatchedInterpreter):
+    """Returns float32 results widened to float64 (declared dtype ignored)."""
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return [o.astype(np.float64) if o.dtype == np.float32 else o
+                for o in super().run(graph, inputs)]
+
+
+class NondeterministicExecutor(PatchedInterpreter):
+    """Every second call nudges the first element of each float64 output by one ULP."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._calls = 0
+        self._lock = threading.Lock()
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        outs = super().run(graph, inputs)
+        with self._lock:
+            self._calls += 1
+            odd = self._calls % 2 == 0
+        if odd:
+            for o in outs:
+                if o.dtype == np.float64 and o.size and np.isfinite(o.flat[0]):
+                    o.flat[0] = np.nextafter(o.flat[0], np.inf)
+        return outs
+
+
+# -- wrong mutation / memory behaviour ------------------------------------------------------
+def _buffer_indices(graph: Graph) -> list[int]:
+    return [i for i, v in enumerate(graph.inputs) if isinstance(v.type, BufferType)]
+
+
+class DroppedMutation(PatchedInterpreter):
+    """Runs on copies of the mutable inputs, so stores never reach the caller's buffers."""
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        copies = [a.copy() if i in _buffer_indices(graph) else a for i, a in enumerate(inputs)]
+        return super().run(graph, copies)
+
+
+class ReplayedMutation(PatchedInterpreter):
+    """Runs every graph with stores twice (e.g. a retry after a warm-up), replaying them."""
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        if _buffer_indices(graph):
+            super().run(graph, inputs)
+        return super().run(graph, inputs)
+
+
+class AliasingOutputs(PatchedInterpreter):
+    """Returns kernel results as they are: views of inputs, inputs themselves, repeats."""
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(o) for o in self.raw_outputs(graph, inputs)]
+
+
+class RefusesAfterWrite(PatchedInterpreter):
+    """Executes a graph with stores, then refuses it: the mutation already happened."""
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        outs = super().run(graph, inputs)
+        if any(n.op.side_effect for n in graph.nodes):
+            raise UnsupportedGraphError(f"{type(self).__name__}: stores need compilation")
+        return outs
+
+
+# -- random ------------------------------------------------------------------------------------
+def _seed_zero(kernel: Kernel) -> Kernel:
+    def k(seed: Any, **attrs: Any) -> Any:
+        return kernel(np.zeros_like(seed), **attrs)
+
+    return k
+
+
+class IgnoredSeed(PatchedInterpreter):
+    """Random ops ignore their seed operand and always use seed 0."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        return _seed_zero(kernel) if node.op.category == "random" else kernel
+
+
+# -- process-level failures (catchable only with --conformance-isolate) -------------------------
+def _has(graph: Graph, name: str) -> bool:
+    return any(n.op.name == name for n in graph.nodes)
+
+
+class CrashingExecutor(PatchedInterpreter):
+    """Dies with SIGSEGV on any graph containing ``mul`` (as a native executor would)."""
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        if _has(graph, "mul"):
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return super().run(graph, inputs)
+
+
+class HangingExecutor(PatchedInterpreter):
+    """Never returns on a graph containing ``sub`` (a deadlock in a native runtime)."""
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        if _has(graph, "sub"):
+            time.sleep(3600)
+        return super().run(graph, inputs)

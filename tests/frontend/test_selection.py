@@ -1,0 +1,193 @@
+"""Executor selection and result validation (SEL-1..7, REAL-35)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import interpreter.executor as executor_mod
+from interpreter.dtype import DType
+from interpreter.errors import ExecutorResultError, ExecutorUnavailableError
+from interpreter.executor import (
+    Executor,
+    InterpreterExecutor,
+    MissingExecutor,
+    PreferInterpreterExecutor,
+    build_executor,
+    default_executor,
+    set_default_executor,
+)
+from interpreter.realization_context import EagerRealizationContext
+from interpreter.tensor import Tensor, realization_context
+from tests.frontend.helpers import Counting, Tampering, f32
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.mark.spec("SEL-1")
+def test_constructor_binds_the_default_at_construction() -> None:
+    e1, e2 = Counting(), Counting()
+    with set_default_executor(e1) as bound:
+        assert bound is e1 and default_executor() is e1
+        ctx = EagerRealizationContext()
+        with set_default_executor(e2):
+            assert ctx.executor is e1
+            assert EagerRealizationContext().executor is e2
+        assert default_executor() is e1
+        given = Counting()
+        assert EagerRealizationContext(given).executor is given
+    assert default_executor() is not e1
+
+
+@pytest.mark.spec("SEL-1")
+def test_discarded_handle_persists_and_default_is_shared_across_threads() -> None:
+    before = default_executor()
+    e = Counting()
+    set_default_executor(e)
+    try:
+        seen: list[Any] = []
+        th = threading.Thread(target=lambda: seen.append(default_executor()))
+        th.start()
+        th.join()
+        assert default_executor() is e and seen == [e]
+    finally:
+        set_default_executor(before)
+
+
+@pytest.mark.spec("SEL-2")
+def test_use_interpreter_shim_warns_and_selects() -> None:
+    with pytest.warns(DeprecationWarning, match="use_interpreter"):
+        ctx = EagerRealizationContext(use_interpreter=True)
+    assert isinstance(ctx.executor, PreferInterpreterExecutor)
+    assert ctx.executor.interpreter.max_ops is None
+    with pytest.warns(DeprecationWarning):
+        ctx = EagerRealizationContext(use_interpreter=False)
+    assert type(ctx.executor).__name__ in ("CompilingExecutor", "MissingExecutor")
+    given = Counting()
+    with pytest.warns(DeprecationWarning):
+        assert EagerRealizationContext(given, use_interpreter=True).executor is given
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        EagerRealizationContext()
+
+
+@pytest.mark.spec("SEL-2")
+def test_use_interpreter_true_falls_back_to_compiling_only_on_refusal() -> None:
+    ex = PreferInterpreterExecutor()
+    ex.compiling = Counting()
+    ctx = EagerRealizationContext(ex)
+    with ctx, realization_context(ctx):
+        y = Tensor.from_dlpack(f32(1)) + 1
+    assert ex.compiling.calls == 0 and y.item() == 2.0
+    ex.interpreter.compilation_required = frozenset({"add"})
+    ctx = EagerRealizationContext(ex)
+    with ctx, realization_context(ctx):
+        z = Tensor.from_dlpack(f32(1)) + 2
+    assert ex.compiling.calls == 1 and z.item() == 3.0
+
+
+@pytest.mark.spec("SEL-3")
+def test_env_executor_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MAX_EAGER_EXECUTOR", raising=False)
+    assert executor_mod._read_env_executor() == "composite"
+    for raw, name in [(" JIT ", "jit"), ("interpreter", "interpreter"), ("Compile", "compile"),
+                      ("composite", "composite")]:
+        monkeypatch.setenv("MAX_EAGER_EXECUTOR", raw)
+        assert executor_mod._read_env_executor() == name
+    monkeypatch.setenv("MAX_EAGER_EXECUTOR", "bogus")
+    with pytest.raises(ValueError, match=r"MAX_EAGER_EXECUTOR.*compile.*composite.*interpreter"):
+        executor_mod._read_env_executor()
+    assert isinstance(build_executor("interpreter"), InterpreterExecutor)
+    assert build_executor("interpreter").max_ops is None
+
+
+@pytest.mark.spec("SEL-3", "REAL-30")
+def test_env_is_read_once_at_import_in_a_fresh_process() -> None:
+    code = ("import interpreter.executor as e, os\n"
+            "os.environ['MAX_EAGER_EXECUTOR'] = 'compile'\n"
+            "print(e.ENV_EXECUTOR, type(e.default_executor()).__name__)\n"
+            "from interpreter import random\n"
+            "print(random.seed().item())\n")
+    env = {**os.environ, "MAX_EAGER_EXECUTOR": "interpreter"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["interpreter", "InterpreterExecutor", "0"]
+    env["MAX_EAGER_EXECUTOR"] = "nope"
+    bad = subprocess.run([sys.executable, "-c", "import interpreter.executor"], env=env,
+                         cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode != 0 and "MAX_EAGER_EXECUTOR" in bad.stderr
+
+
+@pytest.mark.spec("SEL-4")
+def test_max_ops_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MAX_INTERPRETER_MAX_OPS", raising=False)
+    assert executor_mod._env_max_ops() == 1024
+    monkeypatch.setenv("MAX_INTERPRETER_MAX_OPS", "abc")
+    assert executor_mod._env_max_ops() == 1024
+    monkeypatch.setenv("MAX_INTERPRETER_MAX_OPS", " 7 ")
+    assert executor_mod._env_max_ops() == 7
+
+
+@pytest.mark.spec("SEL-4")
+def test_default_without_jit_is_an_unlimited_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(executor_mod.EXECUTOR_NAMES, "composite", "reference_executors.absent:X")
+    monkeypatch.delenv("MAX_EAGER_EXECUTOR", raising=False)
+    monkeypatch.setattr(executor_mod, "ENV_EXECUTOR", "composite")
+    e = executor_mod._initial_default()
+    assert isinstance(e, InterpreterExecutor) and e.max_ops is None
+
+
+@pytest.mark.spec("SEL-5")
+def test_missing_executor_raises_naming_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(executor_mod.EXECUTOR_NAMES, "compile",
+                        "reference_executors.absent:CompilingExecutor")
+    e = build_executor("compile")
+    assert isinstance(e, MissingExecutor)
+    x = Tensor.from_dlpack(f32(1))
+    ctx = EagerRealizationContext(e)
+    with pytest.raises(ExecutorUnavailableError,
+                       match=r"'compile'.*reference_executors\.absent:CompilingExecutor"), \
+            ctx, realization_context(ctx):
+        y = x + 1
+    assert not y.real
+
+
+@pytest.mark.spec("SEL-6")
+def test_duck_typed_executor() -> None:
+    class Duck:
+        def execute(self, graph: Any, inputs: Any) -> Any:
+            return InterpreterExecutor().execute(graph, inputs)
+
+    assert isinstance(Duck(), Executor)
+    ctx = EagerRealizationContext(Duck())
+    with ctx, realization_context(ctx):
+        y = Tensor.from_dlpack(f32(2)) * 2
+    assert y.item() == 4.0
+
+
+@pytest.mark.spec("REAL-35")
+@pytest.mark.parametrize(("tamper", "pattern"), [
+    (lambda out: out[:-1], r"Tampering\.execute returned 1 outputs.*declares 2"),
+    (lambda out: [out[0], out[1].astype(np.float64)], r"Tampering\.execute: output 1 has dtype"),
+    (lambda out: [out[0], out[1].reshape(1, 2)], r"output 1 has dtype float32 and shape \[1, 2\]"),
+    (lambda out: [out[0], out[1].tolist()], r"output 1 is a list"),
+])
+def test_result_validation(tamper: Any, pattern: str) -> None:
+    from interpreter import random
+
+    random.set_seed(3)
+    ctx = EagerRealizationContext(Tampering(tamper))
+    x = Tensor.from_dlpack(f32(1, 2))
+    with pytest.raises(ExecutorResultError, match=pattern), ctx, realization_context(ctx):
+        y = x + 1
+        r = random.uniform([2])
+        del r
+    assert not y.real and random.seed().item() == 3
+    assert y.dtype is DType.float32
