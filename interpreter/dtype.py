@@ -35,6 +35,10 @@ class DType(Enum):
     float8_e4m3fn = "float8_e4m3fn"
     float8_e5m2 = "float8_e5m2"
 
+    # Members are singletons: identity hashing is exact and C-fast (Enum's default hashes
+    # the name in Python, which showed up in every staged op's dtype-set membership test).
+    __hash__ = object.__hash__
+
     # -- conversions -----------------------------------------------------------------
     def to_numpy(self) -> np.dtype[Any]:
         """The numpy dtype that stores this element type (DT-2)."""

@@ -18,7 +18,10 @@ def normalized_types(op: OpDef, types: list[ValueType]) -> list[ValueType]:
     if not (op.promote or op.broadcast) or not types:
         return types
     t0 = types[0]
-    if all(t is t0 or t == t0 for t in types):  # fast path: identical types need nothing
+    for t in types:  # fast path: identical types need nothing (a plain loop: hot)
+        if t is not t0 and t != t0:
+            break
+    else:
         return types
     dtypes = [t.dtype for t in types]
     shapes = [t.shape for t in types]

@@ -55,7 +55,8 @@ def constant(graph: Graph, value: Any, dtype: DType, device: DeviceRef,
              shape: tuple[int, ...] = ()) -> TensorValue:
     """A weak scalar constant, splatted to ``shape`` (a read-only broadcast view)."""
     arr = np.array(value, dtype=dtype.to_numpy())
-    arr = np.broadcast_to(arr, shape) if shape else arr
+    if shape:  # a read-only splat view (all strides 0); np.broadcast_to is much slower
+        arr = np.ndarray(shape, arr.dtype, buffer=arr, strides=(0,) * len(shape))
     arr.flags.writeable = False
     (v,) = graph.stage(get_op("constant"), (), {"value": arr, "device": device})
     return v  # type: ignore[return-value]
