@@ -203,8 +203,38 @@ def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
     except Exception as e:
         print(f"FAIL: {executor_spec} raised {type(e).__name__}: {e}", file=stream)
         return 1
-    if verdict.ok:
-        print(f"OK: {executor_spec} agrees with the reference on {directory}", file=stream)
-        return 0
-    print(f"FAIL: {verdict.message}", file=stream)
-    return 1
+    if not verdict.ok:
+        print(f"FAIL: {verdict.message}", file=stream)
+        return 1
+    problems = protocol_problems(directory, executor)
+    if problems:
+        print("FAIL: " + "; ".join(problems), file=stream)
+        return 1
+    print(f"OK: {executor_spec} agrees with the reference on {directory}", file=stream)
+    return 0
+
+
+def protocol_problems(directory: Path | str, executor: Any) -> list[str]:
+    """What a value comparison cannot see, on the stored case: outputs sharing memory with
+    an input or each other (EXEC-5), and different results from two executions of a graph
+    of deterministic ops (TOL-3). Each execution gets a fresh graph and fresh inputs."""
+    problems: list[str] = []
+    runs = []
+    for _ in range(2):
+        graph, inputs = load_case(directory)
+        outs = [np.asarray(o) for o in executor.execute(graph, inputs)]
+        runs.append((graph, outs))
+        for i, o in enumerate(outs):
+            for j, a in enumerate(inputs):
+                if np.shares_memory(o, a):
+                    problems.append(f"output {i} shares memory with input {j} [EXEC-5]")
+            for k in range(i):
+                if np.shares_memory(o, outs[k]):
+                    problems.append(f"output {i} shares memory with output {k} [EXEC-5]")
+    (graph, first), (_, second) = runs
+    if all(n.op.deterministic for n in graph.nodes):
+        for i, (a, b) in enumerate(zip(first, second, strict=True)):
+            if a.shape != b.shape or a.tobytes() != b.tobytes():
+                problems.append(f"output {i} differs between two executions of the same "
+                                "graph and inputs [TOL-3]")
+    return sorted(set(problems))

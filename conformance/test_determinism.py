@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
+from conformance.artifacts import ArtifactDir
 from conformance.outcomes import refused
 from conformance.strategies import Case, case_from_call, random_graphs
 from interpreter.errors import UnsupportedGraphError
@@ -21,9 +22,12 @@ DETERMINISTIC_OPS = sorted(name for name, op in REGISTRY.items()
                            if op.deterministic and op.sample is not None)
 
 
-def twice(executor: Any, case: Case) -> tuple[list[np.ndarray], list[np.ndarray],
-                                               list[np.ndarray], list[np.ndarray]]:
-    """Outputs and final inputs of two executions on fresh copies of the same inputs."""
+def twice(executor: Any, case: Case, art: ArtifactDir | None = None, sub: str | None = None,
+          ) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """Outputs and final inputs of two executions on fresh copies of the same inputs; the
+    case is written to ``art`` first, so a failure leaves a repro (CONF-11)."""
+    if art is not None:
+        art.write_case(case.graph, case.input_copies(), sub=sub)
     try:
         in1, in2 = case.input_copies(), case.input_copies()
         out1 = [np.asarray(o) for o in executor.execute(case.graph, in1)]
@@ -67,7 +71,8 @@ def check(case: Case, what: str, results: tuple[list[np.ndarray], ...],
 
 @pytest.mark.spec("CONF-17", "TOL-2", "TOL-3")
 @pytest.mark.parametrize("op_name", DETERMINISTIC_OPS)
-def test_op_deterministic(executor: Any, op_name: str) -> None:
+def test_op_deterministic(executor: Any, op_name: str,
+                          conformance_artifacts: ArtifactDir) -> None:
     op = REGISTRY[op_name]
     assert op.sample is not None
     for seed in range(SAMPLES_PER_OP):
@@ -76,7 +81,8 @@ def test_op_deterministic(executor: Any, op_name: str) -> None:
         masks: list[np.ndarray | None] = []
         if op.unspecified is not None and len(case.graph.outputs or ()) == 1:
             masks = [np.asarray(op.unspecified(*call.operands, **call.attrs), bool)]
-        check(case, f"{op_name} (sample seed {seed})", twice(executor, case), masks)
+        results = twice(executor, case, conformance_artifacts, sub=f"seed{seed}")
+        check(case, f"{op_name} (sample seed {seed})", results, masks)
 
 
 @pytest.mark.spec("CONF-17", "TOL-3")

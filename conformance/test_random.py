@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from conformance.artifacts import ArtifactDir
 from conformance.outcomes import refused
 from interpreter.dtype import DType
 from interpreter.errors import UnsupportedGraphError
@@ -63,9 +64,12 @@ def test_same_seed_same_values(executor: Any, dtype: DType) -> None:
 
 @pytest.mark.spec("CONF-16", "RNG-1", "RNG-2", "RNG-3", "RNG-4", "RNG-8")
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
-def test_uniform_bit_identical_to_reference(executor: Any, dtype: DType) -> None:
+def test_uniform_bit_identical_to_reference(executor: Any, dtype: DType,
+                                            conformance_artifacts: ArtifactDir) -> None:
     g = random_graph(dtype)
     for seed in SEEDS:
+        # written before the executor runs: a failure leaves a repro (CONF-11)
+        conformance_artifacts.write_case(g, [np.array([seed], np.uint64)], sub=f"seed{seed}")
         got = run(executor, g, seed)
         want = InterpreterExecutor().execute(random_graph(dtype), [np.array([seed], np.uint64)])
         for i in (0, 1):  # the uniform outputs

@@ -5,13 +5,15 @@ An executor runs a finalized, lowered graph: ``execute(graph, inputs) -> outputs
 
 from __future__ import annotations
 
+import importlib
 import os
+import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import ExecutorInputError, UnsupportedGraphError
+from .errors import ExecutorInputError, ExecutorUnavailableError, UnsupportedGraphError
 from .graph.core import Graph
 from .graph.lowering import lower
 from .registry import REGISTRY
@@ -113,15 +115,7 @@ class InterpreterExecutor:
         return evaluate(graph, inputs)
 
 
-_ = _env_max_ops
-
-
 # -- executor selection (spec/realization.md, SEL-n) ---------------------------------------
-import importlib  # noqa: E402
-import threading  # noqa: E402
-
-from .errors import ExecutorUnavailableError  # noqa: E402
-
 #: Executor names accepted by ``MAX_EAGER_EXECUTOR`` and where their classes live (SEL-3).
 EXECUTOR_NAMES: dict[str, str] = {
     "compile": "reference_executors.compiling:CompilingExecutor",
