@@ -100,3 +100,16 @@ def test_generated_indexes_are_up_to_date() -> None:
                        (SPEC / "RULES.md", render_rule_index())):
         assert path.exists() and path.read_text() == text, \
             f"{path.relative_to(SPEC.parent)} is stale: run `python -m tests.spec_tools`"
+
+
+def test_readme_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's ```python blocks are run too, so the front page never rots."""
+    import re
+
+    from tests.spec_tools import ROOT
+
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert blocks
+    for code in blocks:
+        exec(compile(code, "README.md", "exec"), {})
+    assert "buffer_store" in capsys.readouterr().out

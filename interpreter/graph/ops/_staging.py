@@ -82,16 +82,20 @@ def stage(name: str, operands: Sequence[Any], attrs: dict[str, Any] | None = Non
 def _weak_constants(op: OpDef, operands: Sequence[Any]) -> list[Value]:
     """Replace Python scalars by weak constants (PROMO-4); reject anything else."""
     graph = graph_of(operands)
-    group = op.promote or tuple(range(len(operands)))
-    tensors = [operands[i] for i in group if isinstance(operands[i], Value)]
-    like = promote_dtypes([t.dtype for t in tensors]) if tensors else None
-    if tensors and like is None:
-        like = tensors[0].dtype  # staging will report PROMO-2 with the operand types
     values = [a for a in operands if isinstance(a, Value)]
+    group = op.promote or range(len(operands))
+    tensors = [operands[i] for i in group if isinstance(operands[i], Value)]
+    like: DType | None = None
+    if len(tensors) == 1:
+        like = tensors[0].dtype
+    elif tensors:  # an unpromotable mix is reported by staging (PROMO-2) with the types
+        like = promote_dtypes([t.dtype for t in tensors]) or tensors[0].dtype
     device = values[0].device if values else DeviceRef.CPU()
     # splat to the tensors' broadcast shape: the op then needs no broadcast_to (LOWER-1)
-    shape = (broadcast_shapes([v.shape for v in values]) or ()) if op.broadcast and values \
-        else ()
+    shape: tuple[int, ...] = ()
+    if op.broadcast and values:
+        shape = values[0].shape if len(values) == 1 else (
+            broadcast_shapes([v.shape for v in values]) or ())
     converted = []
     for a in operands:
         if is_scalar(a):
