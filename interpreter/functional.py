@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import realization_context as _rc
+from . import tensor as _tensor_module
 from .dtype import DType
 from .errors import RealizationError
 from .graph import ops
@@ -37,11 +38,12 @@ _CPU = DeviceRef.CPU()
 
 # -- converting tensors to graph values -------------------------------------------------------
 def _source(t: Tensor, ctx: Any) -> Value:
-    sv = getattr(ctx, "_source_value", None)
-    if sv is not None and not t.is_distributed:
-        v: Value = sv(t)
-        return v
-    return ctx.add_source(t).value
+    """A realized single-device tensor as a source of ``ctx`` (REAL-3, REAL-4)."""
+    sv = getattr(ctx, "_source_value", None)  # our contexts; else the public protocol
+    if sv is None:
+        return ctx.add_source(t).value
+    v: Value = sv(t)
+    return v
 
 
 def _value_in(t: Tensor, ctx: Any) -> TensorValue:
@@ -113,8 +115,8 @@ def _wrap(out: Any, ctx: Any) -> Any:
     return out
 
 
-def _stage(ctx: Any, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]
-           ) -> Any:
+def _stage(ctx: Any, fn: Callable[..., Any], args: Sequence[Any],
+           kwargs: dict[str, Any] | None) -> Any:
     g = ctx.graph
     if _GRAPH.get() is not g:  # e.g. current without being entered, or a fresh graph
         token = _GRAPH.set(g)
@@ -125,13 +127,14 @@ def _stage(ctx: Any, fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[s
     vals = [_value_in(a, ctx) if a.__class__ is Tensor else _conv(a, ctx) for a in args]
     if kwargs:
         kwargs = {k: _conv(v, ctx) for k, v in kwargs.items()}
-    out = fn(*vals, **kwargs)
+    out = fn(*vals, **kwargs) if kwargs else fn(*vals)
     if isinstance(out, Value):
         return ctx.create_unrealized((out,))
     return _wrap(out, ctx)
 
 
-def _call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+def _call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None = None
+          ) -> Any:
     """Stage ``fn`` in the current context, or in an implicit one realized on return."""
     ctx = _CONTEXT.get(None)
     if ctx is not None:
@@ -449,3 +452,6 @@ __all__ = sorted(set(__all__))
 maximum: Callable[..., Tensor] = globals()["maximum"]
 minimum: Callable[..., Tensor] = globals()["minimum"]
 _ = (_b, TensorType)
+
+# Tensor's operator dunders call the staging entry point directly (see interpreter/tensor.py).
+_tensor_module._op = _call

@@ -493,41 +493,41 @@ class Tensor:
     def __deepcopy__(self, memo: Any) -> Tensor:
         return self  # tensors are value-semantic
 
-    # -- ops --------------------------------------------------------------------------------
-    def __add__(self, o: Any) -> Tensor: return _Fm.add(self, o)
-    def __radd__(self, o: Any) -> Tensor: return _Fm.add(o, self)
-    def __sub__(self, o: Any) -> Tensor: return _Fm.sub(self, o)
-    def __rsub__(self, o: Any) -> Tensor: return _Fm.sub(o, self)
-    def __mul__(self, o: Any) -> Tensor: return _Fm.mul(self, o)
-    def __rmul__(self, o: Any) -> Tensor: return _Fm.mul(o, self)
-    def __truediv__(self, o: Any) -> Tensor: return _Fm.div(self, o)
-    def __rtruediv__(self, o: Any) -> Tensor: return _Fm.div(o, self)
-    def __floordiv__(self, o: Any) -> Tensor: return _Fm.floor_div(self, o)
-    def __rfloordiv__(self, o: Any) -> Tensor: return _Fm.floor_div(o, self)
-    def __mod__(self, o: Any) -> Tensor: return _Fm.mod(self, o)
-    def __rmod__(self, o: Any) -> Tensor: return _Fm.mod(o, self)
-    def __pow__(self, o: Any) -> Tensor: return _Fm.pow(self, o)
-    def __rpow__(self, o: Any) -> Tensor: return _Fm.pow(o, self)
-    def __matmul__(self, o: Any) -> Tensor: return _Fm.matmul(self, o)
-    def __rmatmul__(self, o: Any) -> Tensor: return _Fm.matmul(o, self)
+    # -- ops: straight to the staging call (one frame less on the hottest path) -----------
+    def __add__(self, o: Any) -> Tensor: return _op(_ops.add, (self, o))
+    def __radd__(self, o: Any) -> Tensor: return _op(_ops.add, (o, self))
+    def __sub__(self, o: Any) -> Tensor: return _op(_ops.sub, (self, o))
+    def __rsub__(self, o: Any) -> Tensor: return _op(_ops.sub, (o, self))
+    def __mul__(self, o: Any) -> Tensor: return _op(_ops.mul, (self, o))
+    def __rmul__(self, o: Any) -> Tensor: return _op(_ops.mul, (o, self))
+    def __truediv__(self, o: Any) -> Tensor: return _op(_ops.div, (self, o))
+    def __rtruediv__(self, o: Any) -> Tensor: return _op(_ops.div, (o, self))
+    def __floordiv__(self, o: Any) -> Tensor: return _op(_ops.floor_div, (self, o))
+    def __rfloordiv__(self, o: Any) -> Tensor: return _op(_ops.floor_div, (o, self))
+    def __mod__(self, o: Any) -> Tensor: return _op(_ops.mod, (self, o))
+    def __rmod__(self, o: Any) -> Tensor: return _op(_ops.mod, (o, self))
+    def __pow__(self, o: Any) -> Tensor: return _op(_ops.pow, (self, o))
+    def __rpow__(self, o: Any) -> Tensor: return _op(_ops.pow, (o, self))
+    def __matmul__(self, o: Any) -> Tensor: return _op(_ops.matmul, (self, o))
+    def __rmatmul__(self, o: Any) -> Tensor: return _op(_ops.matmul, (o, self))
     def __divmod__(self, o: Any) -> tuple[Tensor, Tensor]: return (self // o, self % o)
     def __rdivmod__(self, o: Any) -> tuple[Tensor, Tensor]: return (o // self, o % self)
-    def __neg__(self) -> Tensor: return _Fm.negate(self)
+    def __neg__(self) -> Tensor: return _op(_ops.negate, (self,))
     def __pos__(self) -> Tensor: return self
-    def __abs__(self) -> Tensor: return _Fm.abs(self)
-    def __invert__(self) -> Tensor: return _Fm.logical_not(self)
-    def __and__(self, o: Any) -> Tensor: return _Fm.logical_and(self, o)
-    def __rand__(self, o: Any) -> Tensor: return _Fm.logical_and(o, self)
-    def __or__(self, o: Any) -> Tensor: return _Fm.logical_or(self, o)
-    def __ror__(self, o: Any) -> Tensor: return _Fm.logical_or(o, self)
-    def __xor__(self, o: Any) -> Tensor: return _Fm.logical_xor(self, o)
-    def __rxor__(self, o: Any) -> Tensor: return _Fm.logical_xor(o, self)
-    def __eq__(self, o: Any) -> Tensor: return _Fm.equal(self, o)  # type: ignore[override]
-    def __ne__(self, o: Any) -> Tensor: return _Fm.not_equal(self, o)  # type: ignore[override]
-    def __gt__(self, o: Any) -> Tensor: return _Fm.greater(self, o)
-    def __ge__(self, o: Any) -> Tensor: return _Fm.greater_equal(self, o)
-    def __lt__(self, o: Any) -> Tensor: return _Fm.less(self, o)  # IEEE (REAL-24)
-    def __le__(self, o: Any) -> Tensor: return _Fm.less_equal(self, o)
+    def __abs__(self) -> Tensor: return _op(_ops.abs, (self,))
+    def __invert__(self) -> Tensor: return _op(_ops.logical_not, (self,))
+    def __and__(self, o: Any) -> Tensor: return _op(_ops.logical_and, (self, o))
+    def __rand__(self, o: Any) -> Tensor: return _op(_ops.logical_and, (o, self))
+    def __or__(self, o: Any) -> Tensor: return _op(_ops.logical_or, (self, o))
+    def __ror__(self, o: Any) -> Tensor: return _op(_ops.logical_or, (o, self))
+    def __xor__(self, o: Any) -> Tensor: return _op(_ops.logical_xor, (self, o))
+    def __rxor__(self, o: Any) -> Tensor: return _op(_ops.logical_xor, (o, self))
+    def __eq__(self, o: Any) -> Tensor: return _op(_ops.equal, (self, o))  # type: ignore[override]
+    def __ne__(self, o: Any) -> Tensor: return _op(_ops.not_equal, (self, o))  # type: ignore[override]
+    def __gt__(self, o: Any) -> Tensor: return _op(_ops.greater, (self, o))
+    def __ge__(self, o: Any) -> Tensor: return _op(_ops.greater_equal, (self, o))
+    def __lt__(self, o: Any) -> Tensor: return _op(_ops.less, (self, o))  # IEEE (REAL-24)
+    def __le__(self, o: Any) -> Tensor: return _op(_ops.less_equal, (self, o))
 
     def __getitem__(self, index: Any) -> Tensor:
         return _Fm.getitem(self, index)
@@ -610,6 +610,15 @@ class Tensor:
 
 
 _ = BufferType
+from .graph import ops as _ops  # noqa: E402
+
+
+def _op(fn: Any, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> Any:
+    """Stage ``fn`` on ``args``. ``interpreter.functional`` replaces this with its ``_call``
+    when it loads (just below, or earlier if it was imported first)."""
+    return _functional._call(fn, args, kwargs)
+
+
 from . import functional as _functional  # noqa: E402  (circular: F uses Tensor at call time)
 
 _Fm: Any = _functional

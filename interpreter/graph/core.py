@@ -30,14 +30,14 @@ _INTERNAL_CODE: dict[CodeType, bool] = {}  # code object -> defined inside this 
 def _user_location() -> tuple[str, int] | None:
     """file:line of the first stack frame outside this package (recorded per staged op)."""
     f: FrameType | None = sys._getframe(2)
+    internal = _INTERNAL_CODE.get
     while f is not None:
         code = f.f_code
-        internal = _INTERNAL_CODE.get(code)
-        if internal is None:
+        inside = internal(code)
+        if inside is None:
             mod = f.f_globals.get("__name__", "")
-            internal = _INTERNAL_CODE[code] = (mod == "interpreter"
-                                               or mod.startswith("interpreter."))
-        if not internal:
+            inside = _INTERNAL_CODE[code] = mod == "interpreter" or mod.startswith("interpreter.")
+        if not inside:
             return (code.co_filename, f.f_lineno)
         f = f.f_back
     return None
@@ -235,11 +235,12 @@ class Graph(metaclass=_GraphMeta):
         norm = normalized_types(op, types)
         if types and norm[0].dtype not in op.dtypes:
             op.check_dtype(types, norm[0])  # raises OPDT-1
-        attrs = dict(attrs)
+        attrs = dict(attrs) if attrs else {}
         result_types = op.infer(op, norm, attrs)
         if norm is not types:
             self.needs_lowering = True
-        results = tuple([Value.of(self, t) for t in result_types])
+        results = tuple([TensorValue(self, t) if t.__class__ is TensorType
+                         else Value.of(self, t) for t in result_types])
         self.nodes.append(Node(op, tuple(operands), attrs, results, _user_location()))
         return results
 

@@ -13,8 +13,12 @@ from .core import Attrs, OpDef
 def same_types(op: OpDef, types: Sequence[ValueType]) -> TensorType:
     """All operands are tensors of one dtype, shape and device (LOWER-1); returns it."""
     first = types[0]
-    if first.__class__ is TensorType and all(t is first for t in types):
-        return first  # fast path: one type object (the usual case after staging)
+    if first.__class__ is TensorType:  # fast path: one type object (usual after staging)
+        for t in types:
+            if t is not first:
+                break
+        else:
+            return first
     first = op.check_tensor(types, 0)
     for i in range(1, len(types)):
         t = op.check_tensor(types, i)

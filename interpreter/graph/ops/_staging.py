@@ -73,8 +73,10 @@ def stage(name: str, operands: Sequence[Any], attrs: dict[str, Any] | None = Non
           ) -> tuple[Value, ...]:
     """Stage op ``name``; Python scalars among ``operands`` become weak constants."""
     op = get_op(name)
-    if not all(isinstance(a, Value) for a in operands):
-        operands = _weak_constants(op, operands)
+    for a in operands:  # a plain loop: this is the staging hot path
+        if not isinstance(a, Value):
+            operands = _weak_constants(op, operands)
+            break
     graph = operands[0].graph if operands else Graph.current
     return graph.stage(op, operands, attrs or {})
 
