@@ -5,9 +5,10 @@ lowering pass (``interpreter.graph.lowering.lower``) turns the result into primi
 Each family module lists its functions in ``__all__``; this package re-exports them all.
 """
 
-from . import buffer, creation, devices, elementwise, linalg, random, reduction, shape
+from . import buffer, creation, debug, devices, elementwise, linalg, random, reduction, shape
 from .buffer import *  # noqa: F403
 from .creation import *  # noqa: F403
+from .debug import *  # noqa: F403
 from .devices import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .linalg import *  # noqa: F403
@@ -15,5 +16,6 @@ from .random import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 
-__all__ = sorted({*buffer.__all__, *creation.__all__, *devices.__all__, *elementwise.__all__,
-                  *linalg.__all__, *random.__all__, *reduction.__all__, *shape.__all__})
+__all__ = sorted({*buffer.__all__, *creation.__all__, *debug.__all__, *devices.__all__,
+                  *elementwise.__all__, *linalg.__all__, *random.__all__, *reduction.__all__,
+                  *shape.__all__})
