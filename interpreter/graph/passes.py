@@ -19,7 +19,7 @@ def dead_code_elimination(graph: Graph) -> int:
     live: set[Value] = set(graph.outputs or ())
     kept = []
     for node in reversed(graph.nodes):
-        if node.op.side_effect or any(r in live for r in node.results):
+        if node.op.side_effect or not live.isdisjoint(node.results):
             kept.append(node)
             live.update(node.operands)
     removed = len(graph.nodes) - len(kept)

@@ -16,20 +16,20 @@ from ..types import DeviceRef, TensorType, ValueType
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL, NUMERIC
 
-_NUMPY_DTYPES = frozenset(d.to_numpy() for d in DType)
+_FROM_NUMPY = {d.to_numpy(): d for d in DType}
 
 
 def _constant_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
                     ) -> tuple[ValueType, ...]:
     value, device = attrs.get("value"), attrs.get("device")
-    if not isinstance(value, np.ndarray) or value.dtype not in _NUMPY_DTYPES:
+    if not isinstance(value, np.ndarray) or (dtype := _FROM_NUMPY.get(value.dtype)) is None:
         shown = value.dtype if isinstance(value, np.ndarray) else type(value).__name__
         op.fail(types, "constant.C1", f"attribute value must be a numpy array of a supported "
                 f"dtype, got {shown}", GraphTypeError)
     if not isinstance(device, DeviceRef):
         op.fail(types, "constant.C2", f"attribute device must be a DeviceRef, got {device!r}",
                 GraphTypeError)
-    return (TensorType(DType.from_numpy(value.dtype), tuple(value.shape), device),)
+    return (TensorType(dtype, value.shape, device),)
 
 
 def _constant(*, value: np.ndarray, device: DeviceRef) -> np.ndarray:

@@ -11,7 +11,7 @@ from ...dtype import DType
 from ...errors import GraphTypeError
 from ...promotion import broadcast_shapes, promote_dtypes
 from ...registry import OpDef, get_op
-from ...types import DeviceRef
+from ...types import DeviceRef, TensorType
 from ..core import Graph, TensorValue, Value
 
 Operand = Value | bool | int | float
@@ -52,13 +52,15 @@ def weak_dtype(op: str, value: Any, like: DType | None) -> DType:
 
 
 def constant(graph: Graph, value: Any, dtype: DType, device: DeviceRef,
-             shape: tuple[int, ...] = ()) -> TensorValue:
+             shape: tuple[int, ...] = (), like: TensorType | None = None) -> TensorValue:
     """A weak scalar constant, splatted to ``shape`` (a read-only broadcast view)."""
     arr = np.array(value, dtype=dtype.to_numpy())
     if shape:  # a read-only splat view (all strides 0); np.broadcast_to is much slower
         arr = np.ndarray(shape, arr.dtype, buffer=arr, strides=(0,) * len(shape))
     arr.flags.writeable = False
     (v,) = graph.stage(get_op("constant"), (), {"value": arr, "device": device})
+    if like is not None and v.type == like:
+        v.type = like  # share the equal type object: later type checks take the fast path
     return v  # type: ignore[return-value]
 
 
@@ -98,13 +100,16 @@ def _weak_constants(op: OpDef, operands: Sequence[Any]) -> list[Value]:
     if op.broadcast and values:
         shape = values[0].shape if len(values) == 1 else (
             broadcast_shapes([v.shape for v in values]) or ())
+    like_type = values[0].type if values else None
+    if not isinstance(like_type, TensorType):
+        like_type = None
     converted = []
     for a in operands:
         if is_scalar(a):
             if not isinstance(a, bool | int | float):
                 a = a.item()
             wd = default_dtype(a) if like is None else weak_dtype(op.name, a, like)
-            a = constant(graph, a, wd, device, shape)
+            a = constant(graph, a, wd, device, shape, like_type)
         elif not isinstance(a, Value):
             raise GraphTypeError(f"{op.name}: operand {a!r} is not a graph value or a "
                                  "Python scalar")
