@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -59,7 +60,9 @@ def defined_rules(spec_dir: Path) -> dict[str, str]:
 
 
 def _spec_dir(config: pytest.Config) -> Path:
-    for base in (config.rootpath, Path(__file__).resolve().parent.parent):
+    """spec/ of the checkout, or the copy an install puts in ``<prefix>/share``."""
+    installed = Path(sys.prefix) / "share" / "eager-conformance"
+    for base in (config.rootpath, Path(__file__).resolve().parent.parent, installed):
         if (base / "spec").is_dir():
             return base / "spec"
     return config.rootpath / "spec"
