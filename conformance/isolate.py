@@ -6,7 +6,7 @@ other runtimes that do not survive ``fork``). The worker builds the executor fro
 ``module:attr`` spec once and then serves calls; the graph travels in its text form
 (``Graph.to_text`` / ``Graph.parse``) and the arrays are pickled.
 
-Before each call a repro directory is written (``graph.txt``, ``inputs.npz``, ``call.json``
+Before each call a repro directory is written (``graph.txt``, ``inputs.npz``
 and a ``repro.py`` that replays the call in-process). When the call returns, the directory
 is removed; when the worker dies of a signal or overruns ``--conformance-timeout``, the call
 raises :class:`ExecutorCrash` naming the signal or the timeout and that directory, the
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib
 import itertools
-import json
 import os
 import re
 import shutil
@@ -41,6 +40,8 @@ import pytest
 
 from interpreter.errors import UnsupportedGraphError
 from interpreter.graph.core import Graph
+
+from .artifacts import REPRO, save_arrays
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -179,42 +180,6 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)[:80].strip("_") or "call"
 
 
-_REPRO = '''"""Replay one isolated executor call (written before the call ran; CONF-12).
-
-Runs the executor on graph.txt / inputs.npz, then the reference, and compares outputs and
-buffers exactly. Exit status: 0 = same, 1 = mismatch; a crash kills this process too.
-"""
-import json
-import sys
-from pathlib import Path
-
-import numpy as np
-
-from conformance.isolate import resolve_spec
-from interpreter.executor import InterpreterExecutor
-from interpreter.graph.core import Graph
-from interpreter.testing import assert_same
-
-here = Path(__file__).parent
-call = json.loads((here / "call.json").read_text())
-spec = sys.argv[1] if len(sys.argv) > 1 else call["executor"]
-text = (here / "graph.txt").read_text()
-with np.load(here / "inputs.npz") as z:
-    inputs = [z[f"arg{i}"] for i in range(len(z.files))]
-mine = [a.copy() for a in inputs]
-ref = [a.copy() for a in inputs]
-got = resolve_spec(spec).execute(Graph.parse(text), mine)
-expected = InterpreterExecutor().execute(Graph.parse(text), ref)
-try:
-    assert_same(list(got), list(expected), msg="outputs")
-    assert_same(mine, ref, msg="inputs after the call")
-except AssertionError as e:
-    print(f"MISMATCH ({spec}): {e}")
-    sys.exit(1)
-print(f"executor {spec} agrees with the reference on this call")
-'''
-
-
 class IsolatedExecutor:
     """An ``Executor`` proxy that runs ``spec``'s executor in a spawned worker process."""
 
@@ -257,11 +222,11 @@ class IsolatedExecutor:
         test = os.environ.get("PYTEST_CURRENT_TEST", "call").split(" ")[0]
         d = self.artifacts / f"{_safe(test)}-{os.getpid()}-{next(_CALLS)}"
         d.mkdir(parents=True, exist_ok=True)
+        # the same layout and replay script as every other repro (CONF-11)
         (d / "graph.txt").write_text(text)
-        arrays: dict[str, Any] = {f"arg{i}": a for i, a in enumerate(inputs)}
-        np.savez(d / "inputs.npz", **arrays)
-        (d / "call.json").write_text(json.dumps({"executor": self.spec, "test": test}))
-        (d / "repro.py").write_text(_REPRO)
+        save_arrays(d / "inputs.npz", {f"in{i}": a for i, a in enumerate(inputs)})
+        (d / "repro.py").write_text(REPRO.format(test_id=test, rel=d, spec=self.spec,
+                                                 workdir=str(Path.cwd().resolve())))
         return d
 
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
