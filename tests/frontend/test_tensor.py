@@ -251,8 +251,6 @@ def test_reductions_keep_the_axis_and_axis_none_gives_shape_1() -> None:
 
 @pytest.mark.spec("REAL-28")
 def test_split_with_int_is_torch_like() -> None:
-    if not hasattr(F.ops, "split"):
-        pytest.skip("ops.split not available")
     parts = F.split(real(np.arange(5, dtype=np.float32)), 2)
     assert [p.to_numpy().tolist() for p in parts] == [[0.0, 1.0], [2.0, 3.0], [4.0]]
 
