@@ -121,22 +121,23 @@ def _pow_unspecified(base: Array, exp: Array) -> Array:
     return np.zeros(np.shape(base), bool)
 
 
-def _max(lhs: Array, rhs: Array) -> Array:
-    """NaN propagates; +0 is greater than -0 (NUM-8)."""
-    out = np.maximum(lhs, rhs)
-    if np.dtype(out.dtype).kind in "fV":
-        out = np.where((lhs == 0) & (rhs == 0) & np.signbit(lhs), rhs, out)
-        out = np.where((lhs == 0) & (rhs == 0) & ~np.signbit(lhs), lhs, out)
-    return out
+def _signed_zero_extreme(pick: Callable[[Array, Array], Array], positive_wins: bool
+                         ) -> Callable[[Array, Array], Array]:
+    """numpy maximum/minimum, except that +0 and -0 are ordered -0 < +0 (NUM-8)."""
+
+    def kernel(lhs: Array, rhs: Array) -> Array:
+        out = pick(lhs, rhs)
+        if np.dtype(out.dtype).kind in "fV":
+            both_zero = (lhs == 0) & (rhs == 0)
+            lhs_wins = np.signbit(rhs) if positive_wins else np.signbit(lhs)
+            out = np.where(both_zero, np.where(lhs_wins, lhs, rhs), out)
+        return out
+
+    return kernel
 
 
-def _min(lhs: Array, rhs: Array) -> Array:
-    """NaN propagates; -0 is less than +0 (NUM-8)."""
-    out = np.minimum(lhs, rhs)
-    if np.dtype(out.dtype).kind in "fV":
-        out = np.where((lhs == 0) & (rhs == 0) & np.signbit(lhs), lhs, out)
-        out = np.where((lhs == 0) & (rhs == 0) & ~np.signbit(lhs), rhs, out)
-    return out
+_max = _signed_zero_extreme(np.maximum, positive_wins=True)  # NaN propagates; +0 > -0
+_min = _signed_zero_extreme(np.minimum, positive_wins=False)  # NaN propagates; -0 < +0
 
 
 _divisor = _binary_sampler(("any",), ("any", "nonzero", "nonzero"))
