@@ -2,10 +2,15 @@
 
 * ``exact``: same bits (NaN matches NaN whatever its payload; -0.0 differs from +0.0).
 * ``ulp(n)``: within n units in the last place of the result dtype (bfloat16, float16 and
-  float8 included, via their bit patterns); +-0 are 0 ULP apart; NaN matches NaN only.
-* ``reduction(n)``: |got - expected| <= n * terms * eps(dtype) * magnitude, where
-  ``magnitude`` is the op's kernel applied to |operands| (the sum of |terms| for sums and
-  matmul) and ``terms`` the number of accumulated terms; integer results are exact.
+  float8 included, via their bit patterns); +-0 are 0 ULP apart. random_normal also accepts
+  ``|got - expected| <= n * ulp(|std * z|)`` (RNG-8).
+* ``reduction(u)``: ``|got - expected| <= u * n * eps * M + n * tiny`` (REDUCE-6) with the
+  op's own n and M; integer results are exact.
+
+The allowed absolute error is the registry's ``op.tolerance.bound(operands, attrs,
+expected)``, the same function the spec tables are generated from. In every class NaN and
++-inf are compared exactly (TOL-4): a NaN matches only a NaN, an infinity only the same
+infinity, and a finite value only a finite one.
 
 Elements the op marks unspecified (``OpDef.unspecified``) are not compared. Dtype and shape
 are checked first. With ``perturb_ulps > 0`` (operands that came out of inexact upstream ops)
@@ -118,25 +123,25 @@ def same_bits(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
 
 
 def _within(expected: np.ndarray, got: np.ndarray, tol: Tolerance,
-            magnitude: np.ndarray | None, terms: int) -> np.ndarray:
-    """Elementwise acceptance under ``tol`` (not counting masks and perturbation)."""
+            bound: np.ndarray | None) -> np.ndarray:
+    """Elementwise acceptance under ``tol`` (not counting masks and perturbation).
+
+    NaN and +-inf are compared exactly in every class (TOL-4: NaN matches any NaN, an
+    infinity only the same infinity); elsewhere an element passes when it is within
+    ``tol.ulps`` ULP (``ulp`` class) or ``|got - expected| <= bound`` (the op's
+    ``Tolerance.bound``: REDUCE-6 for reductions, RNG-8 for random_normal)."""
     ok = same_bits(expected, got)
     if tol.kind == "exact" or not _is_float(expected.dtype) or ok.all():
         return ok
-    dist = ulp_distance(expected, got)
-    ok = ok | (dist <= tol.ulps)
-    if tol.kind == "reduction":
+    with np.errstate(all="ignore"):
         e64, g64 = expected.astype(np.float64), got.astype(np.float64)
-        eps = float(_finfo(expected.dtype).eps)
-        if magnitude is None:
-            magnitude = np.abs(e64)
-        mag = np.abs(np.broadcast_to(np.asarray(magnitude, np.float64), e64.shape))
-        with np.errstate(all="ignore"):
-            bound = tol.ulps * max(1, terms) * eps * mag
-            close = np.abs(e64 - g64) <= bound
         finite = np.isfinite(e64) & np.isfinite(g64)
-        ok = ok | (finite & close) | ~np.isfinite(mag)  # overflowing |terms|: order decides
-    return np.asarray(ok)
+        close = np.zeros(expected.shape, bool)
+        if tol.kind == "ulp":
+            close |= ulp_distance(expected, got) <= tol.ulps
+        if bound is not None:
+            close |= np.abs(e64 - g64) <= np.broadcast_to(bound, e64.shape)
+    return np.asarray(ok | (finite & close))
 
 
 def _fmt(x: Any) -> str:
@@ -178,11 +183,13 @@ def _describe(label: str, expected: np.ndarray, got: np.ndarray, bad: np.ndarray
 
 def compare_arrays(expected: np.ndarray, got: Any, tol: Tolerance = EXACT, *,
                    label: str = "result", mask: np.ndarray | None = None,
-                   magnitude: np.ndarray | None = None, terms: int = 1,
+                   bound: np.ndarray | None = None,
                    alternatives: Sequence[np.ndarray] = ()) -> Mismatch | None:
     """Compare one result; None when accepted.
 
-    ``mask``: True where the result is unspecified (not compared). ``alternatives``: other
+    ``mask``: True where the result is unspecified (not compared). ``bound``: the allowed
+    ``|got - expected|`` per element (``Tolerance.bound``; none: only bits and, for ``ulp``,
+    the ULP count). ``alternatives``: other
     acceptable expected arrays (e.g. the kernel on perturbed operands); an element passes if it
     matches ``expected`` or any alternative within ``tol``.
     """
@@ -198,12 +205,12 @@ def compare_arrays(expected: np.ndarray, got: Any, tol: Tolerance = EXACT, *,
     if g.shape != expected.shape:
         return Mismatch(f"{label}: shape {list(g.shape)} != expected {list(expected.shape)} "
                         f"(dtype {expected.dtype})", kind="shape")
-    ok = _within(expected, g, tol, magnitude, terms)
+    ok = _within(expected, g, tol, bound)
     for alt in alternatives:
         if ok.all():
             break
         if alt.shape == expected.shape and alt.dtype == expected.dtype:
-            ok = ok | _within(alt, g, tol, magnitude, terms)
+            ok = ok | _within(alt, g, tol, bound)
     compared = expected.size
     if mask is not None:
         m = np.broadcast_to(np.asarray(mask, bool), expected.shape)
@@ -220,28 +227,6 @@ def _results(out: Any, n: int) -> list[Any]:
     if n == 1:
         return [out]
     return list(out) if n else []
-
-
-def _magnitude(op: OpDef, operands: Sequence[np.ndarray], attrs: dict[str, Any]
-               ) -> list[np.ndarray] | None:
-    """The kernel on |operands| (sum of |terms| for sums and matmul), or None."""
-    try:
-        absed = [np.abs(a) if a.dtype.kind in "fiV" and a.dtype.kind != "b" else a
-                 for a in operands]
-        with np.errstate(all="ignore"):
-            out = op.kernel(*absed, **attrs)
-        return [np.asarray(r) for r in (out if isinstance(out, tuple | list) else (out,))]
-    except Exception:
-        return None
-
-
-def _terms(operands: Sequence[np.ndarray], result: np.ndarray) -> int:
-    """Number of accumulated terms per result element (an upper estimate)."""
-    sizes = [a.size for a in operands if a.ndim]
-    if not sizes:
-        return 1
-    ratio = max(sizes) // max(1, result.size)
-    return max(1, ratio, max(max(a.shape) for a in operands if a.ndim))
 
 
 def _perturbed(op: OpDef, operands: Sequence[np.ndarray], attrs: dict[str, Any], ulps: int,
@@ -287,17 +272,14 @@ def compare_op(op: OpDef, operands: Sequence[np.ndarray], attrs: dict[str, Any],
             mask = np.asarray(op.unspecified(*operands, **attrs), bool)
         except Exception:
             mask = None
-    mags = _magnitude(op, operands, attrs) if op.tolerance.kind == "reduction" else None
     alts: list[list[np.ndarray]] | None = None
     for k, e in enumerate(expected):
         e = np.asarray(e)
         name = label or f"{op.name}[{e.dtype}]"
         where = f"{name} result {k}" if len(expected) > 1 else name
         m = mask if mask is not None and mask.size and _fits(mask, e) else None
-        mag = mags[k] if mags is not None and k < len(mags) else None
-        kwargs: dict[str, Any] = {"label": where, "mask": m, "terms": _terms(operands, e),
-                                  "magnitude": mag if mag is not None and _fits(mag, e)
-                                  else None}
+        bound = op.tolerance.bound(operands, attrs, e)
+        kwargs: dict[str, Any] = {"label": where, "mask": m, "bound": bound}
         bad = compare_arrays(e, got[k], op.tolerance, **kwargs)
         if bad is not None and perturb_ulps > 0 and bad.kind == "values":
             if alts is None:
@@ -309,8 +291,16 @@ def compare_op(op: OpDef, operands: Sequence[np.ndarray], attrs: dict[str, Any],
                                 f"by up to {perturb_ulps} ulp)")
         if bad is not None:
             bad.index = k
+            if bad.kind == "values" and bound.size and bound.max() > 0:
+                bad.message += (f"\n  allowed |got - expected| per element: "
+                                f"{_bound_range(bound)} ({op.tolerance.formula()})")
             return bad
     return None
+
+
+def _bound_range(bound: np.ndarray) -> str:
+    lo, hi = float(bound.min()), float(bound.max())
+    return f"{lo:.3g}" if lo == hi else f"{lo:.3g} to {hi:.3g}"
 
 
 def _fits(a: np.ndarray, like: np.ndarray) -> bool:

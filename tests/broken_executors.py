@@ -28,6 +28,7 @@ __all__ = [
     "HangingExecutor",
     "IgnoredSeed",
     "NaNComparisonByNegation",
+    "NaNSkippingSum",
     "NondeterministicExecutor",
     "RefusesAfterWrite",
     "ReplayedMutation",
@@ -103,6 +104,17 @@ class NaNComparisonByNegation(PatchedInterpreter):
         "greater": lambda a, b: np.logical_not(np.less_equal(a, b)),
         "greater_equal": lambda a, b: np.logical_not(np.less(a, b)),
     }
+
+
+def _nansum(x: Any, *, axis: int) -> Any:
+    wide = x.astype(np.float32) if x.dtype.itemsize < 4 and x.dtype.kind in "fV" else x
+    return np.nansum(wide, axis=axis, keepdims=True).astype(x.dtype)
+
+
+class NaNSkippingSum(PatchedInterpreter):
+    """``reduce_sum`` skips NaN terms (``np.nansum``): [nan, 1, 2] sums to 3, not NaN."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"reduce_sum": _nansum}
 
 
 class WrongOutputDtype(PatchedInterpreter):

@@ -11,6 +11,6 @@ from . import (  # noqa: F401  (registration)
     reduction,
     shape,
 )
-from .core import EXACT, REDUCTION, REGISTRY, OpDef, Tolerance, get_op, register, ulp
+from .core import EXACT, REGISTRY, OpDef, Tolerance, get_op, register, ulp
 
-__all__ = ["EXACT", "REDUCTION", "REGISTRY", "OpDef", "Tolerance", "get_op", "register", "ulp"]
+__all__ = ["EXACT", "REGISTRY", "OpDef", "Tolerance", "get_op", "register", "ulp"]

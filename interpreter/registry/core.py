@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, NoReturn, Protocol, TypeVar
 
+import ml_dtypes
 import numpy as np
 
 from ..dtype import DType
@@ -18,7 +19,6 @@ from ..types import BufferType, TensorType, ValueType
 
 __all__ = [
     "EXACT",
-    "REDUCTION",
     "REGISTRY",
     "ArgSource",
     "OpCall",
@@ -27,6 +27,7 @@ __all__ = [
     "get_op",
     "register",
     "ulp",
+    "ulp_of",
 ]
 
 Attrs = Mapping[str, Any]
@@ -68,29 +69,90 @@ class OpCall:
 SampleFn = Callable[[ArgSource], OpCall]
 
 
+#: A per-op piece of a tolerance bound: ``fn(operands, attrs, expected)`` -> an array
+#: broadcastable to ``expected`` (float64). Its docstring is the formula shown in the spec.
+BoundFn = Callable[[Sequence[np.ndarray], Attrs, np.ndarray], Any]
+
+
 @dataclass(frozen=True, slots=True)
 class Tolerance:
     """How results of an op are compared against the reference (spec/executor.md, TOL-n).
 
     * ``exact``: bit-identical (NaN matches NaN; -0.0 and +0.0 must match too).
-    * ``ulp``: within ``ulps`` units in the last place of the result dtype.
-    * ``reduction``: order of accumulation is implementation-defined; the error bound is
-      ``ulps`` ULP times the number of accumulated terms, relative to the sum of |terms|.
+    * ``ulp``: within ``ulps`` units in the last place of the result dtype; with a ``scale``
+      (RNG-8), also within ``ulps`` ULP of ``scale`` (as an absolute error).
+    * ``reduction``: REDUCE-6, ``|got - ref| <= ulps * n * eps * M + n * tiny`` with the
+      op's own ``count`` (n) and ``scale`` (M) per result element.
+
+    In every class NaN and +-inf are compared exactly (TOL-4): :meth:`bound` applies to
+    elements where both the reference and the result are finite.
     """
 
     kind: Literal["exact", "ulp", "reduction"]
     ulps: int = 0
+    count: BoundFn | None = None
+    scale: BoundFn | None = None
+
+    def __post_init__(self) -> None:
+        per_op = (self.count is not None, self.scale is not None)
+        if per_op not in {"exact": [(False, False)], "ulp": [(False, False), (False, True)],
+                          "reduction": [(True, True)]}[self.kind]:
+            raise ValueError(f"tolerance {self.kind}: unexpected count/scale functions; a "
+                             "reduction declares both (REDUCE-6), an ulp op at most a scale")
 
     def __str__(self) -> str:
         return self.kind if self.kind == "exact" else f"{self.kind}({self.ulps})"
 
+    def bound(self, operands: Sequence[np.ndarray], attrs: Attrs, expected: np.ndarray
+              ) -> np.ndarray:
+        """The allowed ``|got - expected|`` per element of ``expected`` (float64), besides
+        bit equality and, for ``ulp``, the ULP count: 0 for ``exact``, for non-float results
+        and for ``ulp`` ops without a scale; ``ulps * ulp(scale)`` for ``ulp`` ops with one
+        (RNG-8); ``ulps * n * eps * M + n * tiny`` for ``reduction`` (REDUCE-6)."""
+        e = np.asarray(expected)
+        zero = np.zeros(e.shape, np.float64)
+        if self.kind == "exact" or self.scale is None or e.dtype.kind not in "fV":
+            return zero
+        info = ml_dtypes.finfo(e.dtype)
+        with np.errstate(all="ignore"):
+            m = np.abs(np.asarray(self.scale(operands, attrs, e), np.float64))
+            if self.count is None:  # ulp with a scale (RNG-8)
+                return zero + self.ulps * ulp_of(m, e.dtype)
+            n = np.asarray(self.count(operands, attrs, e), np.float64)
+            return zero + (self.ulps * n * float(info.eps) * m
+                           + n * float(info.smallest_subnormal))
+
+    def formula(self) -> str:
+        """The bound in words, for the spec pages (generated from the registry)."""
+        if self.kind == "exact":
+            return "exact: bit-identical (TOL-1)"
+        if self.kind == "ulp":
+            if self.scale is None:
+                return f"ulp({self.ulps}): within {self.ulps} ULP of the reference (TOL-1)"
+            return (f"ulp({self.ulps}): within {self.ulps} ULP of the reference, or |got - ref| "
+                    f"<= {self.ulps} * ulp({_doc(self.scale)}) (TOL-1, RNG-8)")
+        return (f"reduction({self.ulps}): |got - ref| <= {self.ulps} * n * eps * M + n * tiny, "
+                f"n = {_doc(self.count)}, M = {_doc(self.scale)} (REDUCE-6)")
+
+
+def _doc(fn: Any) -> str:
+    """The formula a bound function documents (its docstring, one line)."""
+    return " ".join((getattr(fn, "__doc__", None) or "?").split())
+
+
+def ulp_of(x: Any, dtype: Any) -> np.ndarray:
+    """The spacing of ``dtype`` at |x| (float64): 2**(e - mantissa bits) for |x| in
+    [2**e, 2**(e+1)), the smallest subnormal below the normal range."""
+    info = ml_dtypes.finfo(dtype)
+    _, exp = np.frexp(np.abs(np.asarray(x, np.float64)))
+    return np.ldexp(1.0, np.maximum(exp - 1, int(info.minexp)) - int(info.nmant))
+
 
 EXACT = Tolerance("exact")
-REDUCTION = Tolerance("reduction", 2)
 
 
-def ulp(n: int) -> Tolerance:
-    return Tolerance("ulp", n)
+def ulp(n: int, scale: BoundFn | None = None) -> Tolerance:
+    return Tolerance("ulp", n, scale=scale)
 
 
 @dataclass(frozen=True, eq=False, slots=True)

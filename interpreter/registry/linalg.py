@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import GraphTypeError
 from ..types import ValueType
-from .core import REDUCTION, ArgSource, Attrs, OpCall, OpDef, register
+from .core import ArgSource, Attrs, OpCall, OpDef, Tolerance, register
 from .dtypesets import NUMERIC
 from .reduction import float_info, is_low_float, widen
 
@@ -64,9 +64,23 @@ def _sample_matmul(src: ArgSource) -> OpCall:
                    src.values(dtype, (*batch, k, n), "small")])
 
 
+def _contracted(ops: Sequence[np.ndarray], attrs: Attrs, expected: Array) -> Any:
+    """K (the contracted size)"""
+    return ops[0].shape[-1]
+
+
+def _abs_dot(ops: Sequence[np.ndarray], attrs: Attrs, expected: Array) -> Any:
+    """sum over k of |lhs[.., i, k] * rhs[.., k, j]|"""
+    fa, fb = (np.asarray(a, np.float64) for a in ops)
+    return np.matmul(np.where(np.isfinite(fa), np.abs(fa), 0.0),
+                     np.where(np.isfinite(fb), np.abs(fb), 0.0))
+
+
+#: REDUCE-6 with n = K and M = the dot product of |lhs| and |rhs|
+MATMUL_TOLERANCE = Tolerance("reduction", 2, _contracted, _abs_dot)
 register(OpDef("matmul", "Batched matrix product over the last two dims; batch dims must be "
                "identical (the builder broadcasts them); integers wrap.", "linalg",
-               ("lhs", "rhs"), (), _matmul_infer, _matmul, NUMERIC, REDUCTION, promote=(0, 1),
-               unspecified=_matmul_overflow, sample=_sample_matmul))
+               ("lhs", "rhs"), (), _matmul_infer, _matmul, NUMERIC, MATMUL_TOLERANCE,
+               promote=(0, 1), unspecified=_matmul_overflow, sample=_sample_matmul))
 
 __all__: list[str] = []

@@ -134,13 +134,22 @@ def _uniform(seed: np.ndarray, *, shape: tuple[int, ...], dtype: DType, low: flo
 TWO_PI = 2.0 * math.pi  # 6.283185307179586, the float64 nearest 2*pi
 
 
-def _normal(seed: np.ndarray, *, shape: tuple[int, ...], dtype: DType, mean: float,
-            std: float) -> np.ndarray:
+def _normal_z(seed: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The float64 standard normal ``z`` of RNG-5, one per element."""
     x0, x1 = random_bits(int(seed[0]), math.prod(shape))
     u1 = ((x0 >> np.uint64(8)) + np.uint64(1)).astype(np.float64) * 2.0**-24
     u2 = (x1 >> np.uint64(8)).astype(np.float64) * 2.0**-24
-    z = np.sqrt(-2.0 * np.log(u1)) * np.cos(TWO_PI * u2)
-    return round_f64(mean + std * z, dtype).reshape(shape)
+    return (np.sqrt(-2.0 * np.log(u1)) * np.cos(TWO_PI * u2)).reshape(shape)
+
+
+def _normal(seed: np.ndarray, *, shape: tuple[int, ...], dtype: DType, mean: float,
+            std: float) -> np.ndarray:
+    return round_f64(mean + std * _normal_z(seed, shape), dtype).reshape(shape)
+
+
+def _std_z(ops: Sequence[np.ndarray], attrs: Attrs, expected: np.ndarray) -> np.ndarray:
+    """|std * z|"""
+    return np.abs(attrs["std"] * _normal_z(ops[0], attrs["shape"]))
 
 
 # -- sampling ---------------------------------------------------------------------------------
@@ -167,5 +176,5 @@ register(OpDef("random_uniform", "Philox4x32-10 uniform floats in [low, high) (R
                _uniform, SEED, EXACT, sample=_sample_uniform))
 register(OpDef("random_normal", "Box-Muller normal floats from Philox4x32-10 (RNG-5).",
                "random", ("seed",), ("shape", "dtype", "mean", "std"), _normal_infer,
-               _normal, SEED, ulp(4), sample=_sample_normal))
+               _normal, SEED, ulp(4, _std_z), sample=_sample_normal))
 

@@ -14,12 +14,11 @@ import numpy as np
 
 from ..dtype import DType
 from ..types import TensorType, ValueType
-from .core import EXACT, REDUCTION, ArgSource, Attrs, OpCall, OpDef, Tolerance, register
+from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, Tolerance, register
 from .dtypesets import BOOL, FLOATS, NUMERIC
 
 Array = Any
-#: softmax/logsoftmax: exp (<= 2 ulp), a sum, a division or log and a subtraction (REDUCE-6)
-SOFTMAX_TOLERANCE = Tolerance("reduction", 4)
+Operands = Sequence[np.ndarray]
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -137,14 +136,68 @@ def _prod_out_of_range(x: Array, *, axis: int) -> np.ndarray:
     return np.asarray((big > float(info.max)) | (small < float(info.smallest_normal)))
 
 
+# -- REDUCE-6: n and M per op (docstrings are the formulas of the spec table) --------------
+def _axis_size(ops: Operands, attrs: Attrs, expected: Array) -> Any:
+    """axis size"""
+    return ops[0].shape[attrs["axis"]]
+
+
+def _axis_size_plus_1(ops: Operands, attrs: Attrs, expected: Array) -> Any:
+    """axis size + 1"""
+    return ops[0].shape[attrs["axis"]] + 1
+
+
+def _sum_abs(ops: Operands, attrs: Attrs, expected: Array) -> Any:
+    """sum of |terms|"""
+    return np.sum(_finite_abs(ops[0]), axis=attrs["axis"], keepdims=True)
+
+
+def _mean_abs(ops: Operands, attrs: Attrs, expected: Array) -> Any:
+    """(sum of |terms|) / axis size"""
+    return _sum_abs(ops, attrs, expected) / max(1, ops[0].shape[attrs["axis"]])
+
+
+def _abs_prod(ops: Operands, attrs: Attrs, expected: Array) -> Any:
+    """|exact product|"""
+    return np.prod(_finite_abs(ops[0]), axis=attrs["axis"], keepdims=True)
+
+
+def _prefix_size(ops: Operands, attrs: Attrs, expected: Array) -> Any:
+    """number of terms in that prefix"""
+    return _cumsum(np.ones(ops[0].shape), **attrs)
+
+
+def _prefix_abs(ops: Operands, attrs: Attrs, expected: Array) -> Any:
+    """sum of their |terms|"""
+    return _cumsum(_finite_abs(ops[0]), **attrs)
+
+
+def _one(ops: Operands, attrs: Attrs, expected: Array) -> Any:
+    """1"""
+    return 1.0
+
+
+def _one_plus_result(ops: Operands, attrs: Attrs, expected: Array) -> Any:
+    """1 + |result|"""
+    return 1.0 + np.abs(np.asarray(expected, np.float64))
+
+
+SUM_TOLERANCE = Tolerance("reduction", 2, _axis_size, _sum_abs)
+PROD_TOLERANCE = Tolerance("reduction", 2, _axis_size, _abs_prod)
+MEAN_TOLERANCE = Tolerance("reduction", 2, _axis_size_plus_1, _mean_abs)
+#: softmax/logsoftmax: exp (<= 2 ulp), a sum, a division or log and a subtraction (REDUCE-6)
+SOFTMAX_TOLERANCE = Tolerance("reduction", 4, _axis_size, _one)
+LOGSOFTMAX_TOLERANCE = Tolerance("reduction", 4, _axis_size, _one_plus_result)
+
+
 register(OpDef("reduce_sum", "Sum along one axis, kept with size 1; integers wrap.",
-               "reduction", ("x",), ("axis",), _reduce_infer, _sum, NUMERIC, REDUCTION,
+               "reduction", ("x",), ("axis",), _reduce_infer, _sum, NUMERIC, SUM_TOLERANCE,
                unspecified=_sum_overflow, sample=_axis_sampler(NUMERIC)))
 register(OpDef("reduce_prod", "Product along one axis, kept with size 1; integers wrap.",
-               "reduction", ("x",), ("axis",), _reduce_infer, _prod, NUMERIC, REDUCTION,
+               "reduction", ("x",), ("axis",), _reduce_infer, _prod, NUMERIC, PROD_TOLERANCE,
                unspecified=_prod_out_of_range, sample=_axis_sampler(NUMERIC, "small")))
 register(OpDef("reduce_mean", "Arithmetic mean along one axis, kept with size 1 (floats).",
-               "reduction", ("x",), ("axis",), _reduce_infer, _mean, FLOATS, REDUCTION,
+               "reduction", ("x",), ("axis",), _reduce_infer, _mean, FLOATS, MEAN_TOLERANCE,
                unspecified=_sum_overflow, sample=_axis_sampler(FLOATS)))
 
 
@@ -245,9 +298,10 @@ def _sample_cumsum(src: ArgSource) -> OpCall:
     return call
 
 
+CUMSUM_TOLERANCE = Tolerance("reduction", 2, _prefix_size, _prefix_abs)
 register(OpDef("cumsum", "Running sum along one axis (optionally exclusive and/or from the "
                "end); integers wrap.", "reduction", ("x",), ("axis", "exclusive", "reverse"),
-               _cumsum_infer, _cumsum, NUMERIC, REDUCTION, unspecified=_cumsum_overflow,
+               _cumsum_infer, _cumsum, NUMERIC, CUMSUM_TOLERANCE, unspecified=_cumsum_overflow,
                sample=_sample_cumsum))
 
 
@@ -273,7 +327,7 @@ register(OpDef("softmax", "exp(x - max) / sum(exp(x - max)) along one axis (floa
                SOFTMAX_TOLERANCE, sample=_axis_sampler(FLOATS)))
 register(OpDef("logsoftmax", "(x - max) - log(sum(exp(x - max))) along one axis (floats).",
                "reduction", ("x",), ("axis",), _same_infer, _logsoftmax, FLOATS,
-               SOFTMAX_TOLERANCE, sample=_axis_sampler(FLOATS)))
+               LOGSOFTMAX_TOLERANCE, sample=_axis_sampler(FLOATS)))
 
 
 # -- top_k --------------------------------------------------------------------------------
@@ -309,4 +363,4 @@ register(OpDef("top_k", "The k largest elements along one axis, descending (ties
                "first; NaN largest), and their int64 indices.", "reduction", ("x",),
                ("k", "axis"), _top_k_infer, _top_k, NUMERIC, EXACT, sample=_sample_top_k))
 
-__all__ = ["SOFTMAX_TOLERANCE", "float_info", "is_low_float", "widen"]
+__all__ = ["LOGSOFTMAX_TOLERANCE", "SOFTMAX_TOLERANCE", "float_info", "is_low_float", "widen"]
