@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SPEC = ROOT / "spec"
@@ -89,6 +90,80 @@ def render_rule_index() -> str:
     return "\n".join(lines)
 
 
+# -- generated parts of hand-written pages (one source of truth: the registry) ---------------
+GEN_BEGIN = "<!-- generated from the registry by `python -m tests.spec_tools`; do not edit -->"
+GEN_END = "<!-- end of generated part -->"
+_OLD_TOLERANCE = re.compile(
+    r"\s*Tolerance:\s+(exact|ulp\(\d+\)|reduction\(\d+\))(\s+\([^)]*\))?\.", re.S)
+
+
+def dtype_line(op: Any) -> str:
+    """The dtypes an op accepts, for its page (reads ``op.dtypes`` only)."""
+    from interpreter.dtype import DType
+
+    order = list(DType)
+    names = ", ".join(d.value for d in sorted(op.dtypes, key=order.index))
+    return f"Dtypes: {names} (OPDT-1)."
+
+
+def render_op_header(op: Any) -> str:
+    """The generated header of ``spec/ops/<op>.md``: dtypes and the tolerance bound."""
+    return "\n".join([GEN_BEGIN, f"- {dtype_line(op)}",
+                      f"- Tolerance: {op.tolerance.formula()}.", GEN_END])
+
+
+def render_reduce6_table() -> str:
+    """REDUCE-6's table of n and M per op, from the functions that compute the bound."""
+    from interpreter.registry import REGISTRY
+
+    rows = [GEN_BEGIN, "| op | tolerance | n | M |", "| --- | --- | --- | --- |"]
+    for name in sorted(REGISTRY):
+        tol = REGISTRY[name].tolerance
+        if tol.kind == "reduction":
+            n, m = (" ".join((f.__doc__ or "").split()).replace("|", "\\|")
+                    for f in (tol.count, tol.scale))
+            rows.append(f"| {name} | {tol} | {n} | {m} |")
+    rows.append(GEN_END)
+    return "\n".join("  " + r for r in rows)
+
+
+def _replace_block(text: str, block: str, where: str) -> str:
+    """``text`` with its generated block replaced by ``block`` (inserted before ``where``
+    when there is none yet)."""
+    begin = text.find(GEN_BEGIN)
+    if begin >= 0:
+        start = text.rfind("\n", 0, begin) + 1
+        end = text.index(GEN_END, begin) + len(GEN_END)
+        return text[:start] + block + text[end:]
+    at = text.index(where)
+    return text[:at].rstrip("\n") + "\n\n" + block + "\n" + text[at:]
+
+
+def render_op_page(text: str, op: Any) -> str:
+    """An op page with its generated header up to date (the old hand-written
+    ``Tolerance: ...`` sentence of the intro is dropped)."""
+    if GEN_BEGIN not in text:
+        head, sep, rest = text.partition("\n## ")
+        text = _OLD_TOLERANCE.sub("", head, count=1) + sep + rest
+    return _replace_block(text, render_op_header(op), "\n## ")
+
+
+def render_reductions_page(text: str) -> str:
+    """spec/reductions.md with the REDUCE-6 table up to date."""
+    return _replace_block(text, render_reduce6_table(), "\n- **REDUCE-7**")
+
+
+def generated_pages() -> dict[Path, str]:
+    """Every hand-written page with generated parts: path -> its up-to-date text."""
+    from interpreter.registry import REGISTRY
+
+    out = {SPEC / "reductions.md": render_reductions_page((SPEC / "reductions.md").read_text())}
+    for name, path in op_sections().items():
+        if name in REGISTRY:
+            out[path] = render_op_page(path.read_text(), REGISTRY[name])
+    return out
+
+
 def _num(rid: str) -> int:
     digits = re.findall(r"\d+", rid)
     return int(digits[-1]) if digits else 0
@@ -97,4 +172,6 @@ def _num(rid: str) -> int:
 if __name__ == "__main__":
     (SPEC / "ops" / "README.md").write_text(render_op_index())
     (SPEC / "RULES.md").write_text(render_rule_index())
-    print("wrote spec/ops/README.md and spec/RULES.md")
+    for page, text in generated_pages().items():
+        page.write_text(text)
+    print("wrote spec/ops/README.md, spec/RULES.md, the REDUCE-6 table and the op headers")

@@ -102,6 +102,16 @@ def test_generated_indexes_are_up_to_date() -> None:
             f"{path.relative_to(SPEC.parent)} is stale: run `python -m tests.spec_tools`"
 
 
+@pytest.mark.spec("SPEC-4", "TOL-1", "REDUCE-6", "OPDT-1")
+def test_generated_tolerance_and_dtype_headers_are_up_to_date() -> None:
+    """The REDUCE-6 table and each op page's dtype/tolerance header come from the registry."""
+    from tests.spec_tools import GEN_BEGIN, SPEC, generated_pages
+
+    stale = [str(path.relative_to(SPEC.parent)) for path, text in generated_pages().items()
+             if GEN_BEGIN not in path.read_text() or path.read_text() != text]
+    assert not stale, f"stale generated parts in {stale}: run `python -m tests.spec_tools`"
+
+
 def test_readme_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
     """The README's ```python blocks are run too, so the front page never rots."""
     import re

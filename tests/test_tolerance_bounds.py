@@ -283,13 +283,14 @@ def special_cases(dtype: np.dtype[Any]) -> list[Case]:
     return cases
 
 
-def _variants(e: float, dtype: np.dtype[Any]) -> list[float]:
-    """Wrong results for a reference value ``e``: other special values, or a finite value."""
+def _variants(e: float, dtype: np.dtype[Any], kind: str) -> list[float]:
+    """Wrong results for a reference value ``e``: other special values, or a finite value
+    (in the ulp class +-max is one ULP from +-inf, NUM-10, so it is not wrong there)."""
     big = float(ml_dtypes.finfo(dtype).max)
     if math.isnan(e):
-        return [0.0, 3.0, INF]
+        return [0.0, 3.0, INF, -INF]
     if math.isinf(e):
-        return [math.copysign(big, e), -e, NAN]
+        return [-e, NAN, 0.0] + ([math.copysign(big, e)] if kind == "reduction" else [])
     return [NAN, INF, -INF]
 
 
@@ -312,7 +313,7 @@ def test_special_values_are_exact_in_every_class(dtype: np.dtype[Any]) -> None:
         for i in np.flatnonzero(~mask.reshape(-1)):
             e = float(flat[i])
             kinds.add("nan" if math.isnan(e) else "inf" if math.isinf(e) else "finite")
-            for wrong in _variants(e, dtype):
+            for wrong in _variants(e, dtype, op.tolerance.kind):
                 got = flat.copy()
                 got[i] = wrong
                 m = compare_op(op, ops, attrs, [expected], [got.reshape(expected.shape)])
@@ -320,6 +321,16 @@ def test_special_values_are_exact_in_every_class(dtype: np.dtype[Any]) -> None:
         seen.add(name)
     assert seen == non_exact_ops()
     assert kinds == {"nan", "inf", "finite"}
+
+
+@pytest.mark.spec("TOL-4", "NUM-10")
+def test_ulp_class_counts_infinity_one_step_beyond_max() -> None:
+    x = np.array([1000.0, -1000.0], np.float32)
+    op, big = get_op("exp"), float(np.finfo(np.float32).max)
+    e = ref("exp", [x], {})
+    assert compare_op(op, [x], {}, [e], [np.array([big, 0.0], np.float32)]) is None
+    m = compare_op(op, [x], {}, [e], [np.array([-np.inf, 0.0], np.float32)])
+    assert m is not None and m.bad == 1
 
 
 @pytest.mark.spec("TOL-4", "REDUCE-6", "CONF-18")

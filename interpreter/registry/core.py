@@ -84,8 +84,8 @@ class Tolerance:
     * ``reduction``: REDUCE-6, ``|got - ref| <= ulps * n * eps * M + n * tiny`` with the
       op's own ``count`` (n) and ``scale`` (M) per result element.
 
-    In every class NaN and +-inf are compared exactly (TOL-4): :meth:`bound` applies to
-    elements where both the reference and the result are finite.
+    Special values (TOL-4): NaN matches only NaN in every class; :meth:`bound` applies where
+    both the reference and the result are finite (``ulp`` counts +-inf by NUM-10).
     """
 
     kind: Literal["exact", "ulp", "reduction"]
