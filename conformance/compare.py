@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from interpreter.registry import OpDef, Tolerance
@@ -73,10 +72,6 @@ def as_numpy(x: Any) -> np.ndarray:
 
 def _is_float(dt: np.dtype[Any]) -> bool:
     return dt.kind in "fV" and dt.itemsize > 0 and dt.names is None
-
-
-def _finfo(dt: np.dtype[Any]) -> Any:
-    return ml_dtypes.finfo(dt)
 
 
 def to_ordered(a: np.ndarray) -> np.ndarray:
@@ -188,9 +183,9 @@ def compare_arrays(expected: np.ndarray, got: Any, tol: Tolerance = EXACT, *,
 
     ``mask``: True where the result is unspecified (not compared). ``bound``: the allowed
     ``|got - expected|`` per element (``Tolerance.bound``; none: only bits and, for ``ulp``,
-    the ULP count). ``alternatives``: other
-    acceptable expected arrays (e.g. the kernel on perturbed operands); an element passes if it
-    matches ``expected`` or any alternative within ``tol``.
+    the ULP count). ``alternatives``: other acceptable expected arrays (e.g. the kernel on
+    perturbed operands); an element passes if it matches ``expected`` or any alternative
+    within ``tol``.
     """
     try:
         g = as_numpy(got)
