@@ -29,6 +29,7 @@ __all__ = [
     "IgnoredSeed",
     "NaNComparisonByNegation",
     "NondeterministicExecutor",
+    "OverflowingSigmoid",
     "RefusesAfterWrite",
     "ReplayedMutation",
     "RoundHalfAwayFromZero",
@@ -103,6 +104,17 @@ class NaNComparisonByNegation(PatchedInterpreter):
         "greater": lambda a, b: np.logical_not(np.less_equal(a, b)),
         "greater_equal": lambda a, b: np.logical_not(np.less(a, b)),
     }
+
+
+def _sigmoid_by_ratio(x: Any) -> Any:
+    e = np.exp(x.astype(np.float64))
+    return (e / (1 + e)).astype(x.dtype)
+
+
+class OverflowingSigmoid(PatchedInterpreter):
+    """``sigmoid`` as ``exp(x) / (1 + exp(x))``: inf / inf = NaN for large x (> 709)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"sigmoid": _sigmoid_by_ratio}
 
 
 class WrongOutputDtype(PatchedInterpreter):
