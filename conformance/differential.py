@@ -14,6 +14,7 @@ Verdict of one case (:func:`check_case`):
    *locally*: the executor runs the graph prefix up to the node's operands and up to its
    results, and the node's results must match the reference kernel applied to the
    executor's own operands. The first node failing that check is the first divergence.
+   The search covers only the nodes upstream of values that fail (CONF-20).
 """
 
 from __future__ import annotations

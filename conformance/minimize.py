@@ -6,10 +6,10 @@ After the shrink, :func:`minimize` reduces the stored case while the executor st
 on it (any failure, checked by :func:`~conformance.differential.check_case`):
 
 1. **Graph.** Keep only what a failing output needs. First try the first diverging node
-   (else the producer of a failing output) alone: every node upstream of it is *cut* — its
-   results become graph inputs holding the reference's values. Otherwise keep the cone of
-   one failing output (inputs it does not use are dropped), then cut or drop (stores) its
-   nodes one at a time, nearest the output first.
+   (then the producer of each failing output) alone: every node upstream of it is *cut* —
+   its results become graph inputs holding the reference's values. Otherwise keep the nodes
+   upstream of the diverging node (or of one failing output; inputs they do not use are
+   dropped), then cut or drop (stores) these nodes one at a time, nearest the end first.
 2. **Values.** Replace input elements by 0, then single elements by 1, in halving chunks
    (delta debugging), so only the elements the failure needs keep their values.
 
@@ -211,8 +211,10 @@ def _reduce_graph(s: _Search, case: Case, verdict: Verdict, steps: list[str]) ->
     div = verdict.divergence
     if div is not None:
         node = graph.nodes[div.index]
-        attempts.append([*node.results] or [v for v in node.operands
-                                            if any(v is i for i in graph.inputs)])
+        own = [*node.results] or [v for v in node.operands
+                                  if any(v is i for i in graph.inputs)]
+        if own:
+            attempts.append(own)
     attempts += [[v] for v in failing]
     current = _Sub(graph, inputs, failing)
     for targets in attempts:  # a failing value's producer alone, upstream cut
@@ -220,10 +222,10 @@ def _reduce_graph(s: _Search, case: Case, verdict: Verdict, steps: list[str]) ->
         if sub is not None and _smaller(sub, graph) and s.fails(sub.graph, sub.inputs):
             steps.append(f"isolated {', '.join(n.op.name for n in sub.graph.nodes)}")
             return sub
-    for v in failing:  # the cone of one failing value
-        sub = _extract(graph, inputs, env, [v])
+    for targets in attempts:  # the cone of the diverging node or of one failing value
+        sub = _extract(graph, inputs, env, targets)
         if sub is not None and _smaller(sub, graph) and s.fails(sub.graph, sub.inputs):
-            steps.append(f"kept the cone of one failing value ({len(sub.graph.nodes)} nodes)")
+            steps.append(f"kept the {len(sub.graph.nodes)} node(s) a failing value needs")
             current = sub
             break
     return _cut_nodes(s, current, steps)

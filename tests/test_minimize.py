@@ -139,6 +139,42 @@ def test_values_are_replaced_by_zero_and_one_where_the_failure_persists() -> Non
     assert "1 of 6 compared elements differ" in small.verdict.message
 
 
+class FusedExpSigmoid(PatchedInterpreter):
+    """``sigmoid(exp(x))`` is wrong (doubled) when both ops are in the graph (a bad fusion);
+    each op alone is right."""
+
+    def raw_outputs(self, graph: Graph, inputs: list[np.ndarray]) -> list[Any]:
+        outs = super().raw_outputs(graph, inputs)
+        fused = {n.results[0] for n in graph.nodes if n.op.name == "exp"}
+        for node in graph.nodes:
+            if node.op.name == "sigmoid" and node.operands[0] in fused:
+                for k, v in enumerate(graph.outputs or []):
+                    if v is node.results[0]:
+                        outs[k] = (outs[k] * 2).astype(outs[k].dtype)
+        return outs
+
+
+@pytest.mark.spec("CONF-19")
+def test_a_failure_that_needs_two_nodes_keeps_both_and_drops_the_rest() -> None:
+    t = TensorType(DType.float32, (4,))
+    with Graph("fused", input_types=[t, t, t]) as g:
+        x, y, z = g.inputs
+        assert isinstance(x, TensorValue) and isinstance(y, TensorValue)
+        assert isinstance(z, TensorValue)
+        g.output(ops.cos(z), ops.sigmoid(ops.exp(x)), ops.sin(y))
+    inputs = [np.array([0.5, -1.0, 2.0, 0.25], F32) for _ in range(3)]
+    ex = FusedExpSigmoid()
+    v = check_case(Case(g, inputs), ex, REF)
+    assert not v.ok and v.divergence is not None and v.divergence.node.startswith("sigmoid")
+    small = minimize(Case(g, inputs), v, ex, REF)
+    assert small is not None
+    sg = small.case.graph
+    assert [n.op.name for n in sg.nodes] == ["exp", "sigmoid"], sg.to_text()
+    assert len(sg.inputs) == 1 and len(sg.outputs or []) == 1
+    assert small.case.inputs[0].tolist() == [0.0, 0.0, 0.0, 0.0]  # any value shows it
+    assert check_case(small.case, InterpreterExecutor(), REF).ok
+
+
 class SlowOverflowingSigmoid(OverflowingSigmoid):
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
         time.sleep(0.02)
