@@ -63,8 +63,9 @@ class Minimized:
 
     def summary(self) -> str:
         g = self.case.graph
-        return (f"minimised from {self.nodes_before} to {len(g.nodes)} node(s) and "
-                f"{_plain(self.case.inputs)} simplified input element(s) "
+        total = sum(int(np.asarray(a).size) for a in self.case.inputs)
+        return (f"minimised from {self.nodes_before} to {len(g.nodes)} node(s); "
+                f"{_plain(self.case.inputs)} of {total} input elements are 0 or 1 "
                 f"({self.calls} executor calls, {self.seconds:.1f} s"
                 f"{', budget spent' if self.exhausted else ''})")
 
@@ -92,10 +93,10 @@ def budget_from(config: Any) -> Budget | None:
 
 def in_final_example() -> bool:
     """True outside hypothesis or in its final replay of the shrunk example."""
-    from hypothesis.control import _current_build_context
+    from hypothesis import currently_in_test_context
+    from hypothesis.control import current_build_context
 
-    ctx = _current_build_context.value
-    return ctx is None or bool(ctx.is_final)
+    return not currently_in_test_context() or bool(current_build_context().is_final)
 
 
 class _Counting:

@@ -13,10 +13,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conformance.artifacts import load_case
 from conformance.differential import check_case, cone
-from conformance.minimize import Budget, minimize
+from conformance.minimize import Budget, in_final_example, minimize
 from conformance.strategies import Case, build_random_graph
 from interpreter.dtype import DType
 from interpreter.executor import InterpreterExecutor
@@ -197,6 +199,26 @@ def test_minimisation_is_bounded(budget: Budget) -> None:
     if small is not None:
         assert small.exhausted
         assert small.calls <= budget.calls + 8 + 2 * len(small.case.graph.nodes), small.calls
+
+
+@pytest.mark.spec("CONF-19")
+def test_only_hypothesis_final_example_is_minimised() -> None:
+    """Shrinking runs the failing property many times; only the final replay of the
+    shrunk example (or a call outside hypothesis) minimises."""
+    seen: list[tuple[int, bool]] = []
+
+    @settings(database=None, derandomize=True, max_examples=50)
+    @given(st.integers(0, 1000))
+    def prop(n: int) -> None:
+        seen.append((n, in_final_example()))
+        assert n < 7
+
+    with pytest.raises(AssertionError):
+        prop()
+    finals = [n for n, final in seen if final]
+    assert finals == [7] and seen[-1] == (7, True), seen[-5:]
+    assert sum(1 for _, final in seen if not final) > 1  # it did shrink first
+    assert in_final_example()
 
 
 @pytest.mark.spec("CONF-19", "CONF-11")
