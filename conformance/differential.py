@@ -14,6 +14,7 @@ Verdict of one case (:func:`check_case`):
    *locally*: the executor runs the graph prefix up to the node's operands and up to its
    results, and the node's results must match the reference kernel applied to the
    executor's own operands. The first node failing that check is the first divergence.
+   The search covers only the nodes upstream of values that fail (CONF-20).
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ class Verdict:
     actual: dict[str, np.ndarray] = field(default_factory=dict)
     divergence: Divergence | None = None
     locally_checked: bool = False
+    #: the outputs and buffer inputs that fail (not those within tolerance or explained by
+    #: the executor's own operands); the divergence search starts from these only
+    failing: list[Value] = field(default_factory=list)
 
 
 def _indent(text: str) -> str:
@@ -177,8 +181,12 @@ def _reference_env(graph: Graph, inputs: Sequence[np.ndarray]
     return env, operands
 
 
-def check_case(case: Case, executor: Any, reference: Any, *, label: str = "") -> Verdict:
+def check_case(case: Case, executor: Any, reference: Any, *, label: str = "",
+               locate: bool = True) -> Verdict:
     """Run ``case`` through ``reference`` then ``executor`` and judge the difference.
+
+    ``locate=False`` skips the search for the first diverging node where it cannot change
+    the verdict (an output with an all-exact upstream fails anyway); the minimiser uses it.
 
     Raises ``ReferenceRefused`` when the reference refuses, and lets the executor's
     ``UnsupportedGraphError`` (a refusal) and any other exception propagate.
@@ -222,11 +230,11 @@ def check_case(case: Case, executor: Any, reference: Any, *, label: str = "") ->
 
     env, node_operands = _reference_env(graph, case.inputs)
     producer = {r: (k, j) for k, n in enumerate(graph.nodes) for j, r in enumerate(n.results)}
-    hard: list[str] = []
-    soft: list[str] = []
+    hard: list[tuple[Value, str]] = []
+    soft: list[tuple[Value, str]] = []
     for key, value, m in differing:
         if m.kind != "values":
-            hard.append(m.message)
+            hard.append((value, m.message))
             continue
         where = producer.get(value)
         if where is not None:
@@ -240,30 +248,35 @@ def check_case(case: Case, executor: Any, reference: Any, *, label: str = "") ->
                             label=f"{m.message.split(':')[0]} ({node.op.name} "
                                   f"[{results[j].dtype}])")
             if m2 is None:
-                continue
+                continue  # within the op's tolerance: not a failure, not a divergence seed
             m = m2
         nodes = cone(graph, [value])
         if _strict(graph, nodes):
-            hard.append(m.message)
+            hard.append((value, m.message))
         else:
-            soft.append(m.message)
+            soft.append((value, m.message))
     if not hard and not soft:
         return verdict
-    seeds = [v for _, v, _ in differing]
+    # Only failing values seed the search: a value within tolerance is no evidence, and a
+    # node outside every failing value's cone cannot be its cause.
+    seeds = [v for v, _ in hard + soft]
     div = first_divergence(graph, case.inputs, executor, seeds) if (
-        soft or len(graph.nodes) > 1) else None
+        soft or (locate and len(graph.nodes) > 1)) else None
     verdict.divergence = div
     verdict.locally_checked = bool(soft)
     if not hard and div is None:
         return verdict  # every node follows from the executor's own operands
     verdict.ok = False
+    # a soft value fails when the divergence lies upstream of it (others are not proven)
+    proven = [(v, s) for v, s in soft if div is not None and div.index in cone(graph, [v])]
+    verdict.failing = [v for v, _ in hard + proven]
     parts = [f"{title}: the executor's results differ from the reference"]
-    parts += [_indent(h) for h in hard]
+    parts += [_indent(h) for _, h in hard]
     if not hard:
-        parts += [_indent(s) for s in soft]
+        parts += [_indent(s) for _, s in proven]
     if div is not None and len(graph.nodes) > 1:
         parts.append(_indent(str(div)))
-    elif len(graph.nodes) > 1:
+    elif len(graph.nodes) > 1 and locate:
         parts.append("  every node agrees when run as a prefix of the graph: the result "
                      "depends on the surrounding graph (fusion or scheduling)")
     verdict.message = "\n".join(parts)

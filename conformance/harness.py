@@ -20,6 +20,7 @@ from interpreter.errors import UnsupportedGraphError
 
 from .artifacts import ArtifactDir
 from .differential import ReferenceRefused, Verdict, check_case
+from .minimize import budget_from, minimize_stored
 from .outcomes import not_covered, record, refused
 from .strategies import Case
 
@@ -72,15 +73,17 @@ class Harness:
         if verdict.locally_checked:
             self.locally_checked += 1
         if not verdict.ok:
+            case, verdict, extra = minimize_stored(  # CONF-19
+                case, verdict, self.executor, self.reference, self.artifacts,
+                label=self.label, budget=budget_from(self.request.config))
             self.artifacts.write_results(verdict.expected, verdict.actual, verdict.message)
-            extra = ""
             if verdict.divergence is not None and len(case.graph.nodes) > 1:
                 sub = self.artifacts.write_case(verdict.divergence.graph, case.inputs,
                                                 sub="divergence",
                                                 note=f"first diverging node "
                                                      f"#{verdict.divergence.index}")
                 (sub / "failure.txt").write_text(str(verdict.divergence) + "\n")
-                extra = f"\nrepro of the first diverging node: python {sub / 'repro.py'}"
+                extra += f"\nrepro of the first diverging node: python {sub / 'repro.py'}"
             pytest.fail(f"{verdict.message}\nartifacts: {where}\n"
                         f"repro: python {where / 'repro.py'}{extra}", pytrace=False)
         return verdict

@@ -75,6 +75,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conformance-timeout", type=float, default=None, metavar="SECONDS",
                     help="kill an executor call running longer than this (with "
                          "--conformance-isolate; default 60)")
+    group.addoption("--conformance-minimize", type=float, default=5.0, metavar="SECONDS",
+                    help="time to minimise each stored failing case (graph and values; "
+                         "0 turns it off; default 5)")
 
 
 def targets_conformance(config: pytest.Config) -> bool:

@@ -30,6 +30,7 @@ __all__ = [
     "NaNComparisonByNegation",
     "NaNSkippingSum",
     "NondeterministicExecutor",
+    "OverflowingSigmoid",
     "RefusesAfterWrite",
     "ReplayedMutation",
     "RoundHalfAwayFromZero",
@@ -115,6 +116,17 @@ class NaNSkippingSum(PatchedInterpreter):
     """``reduce_sum`` skips NaN terms (``np.nansum``): [nan, 1, 2] sums to 3, not NaN."""
 
     overrides: ClassVar[dict[str, Kernel]] = {"reduce_sum": _nansum}
+
+
+def _sigmoid_by_ratio(x: Any) -> Any:
+    e = np.exp(x.astype(np.float64))
+    return (e / (1 + e)).astype(x.dtype)
+
+
+class OverflowingSigmoid(PatchedInterpreter):
+    """``sigmoid`` as ``exp(x) / (1 + exp(x))``: inf / inf = NaN for large x (> 709)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"sigmoid": _sigmoid_by_ratio}
 
 
 class WrongOutputDtype(PatchedInterpreter):
