@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from interpreter.dtype import DType
 from interpreter.errors import UnsupportedGraphError
 from interpreter.evaluate import fresh_outputs
 from interpreter.executor import InterpreterExecutor, validate_inputs
@@ -32,6 +33,7 @@ __all__ = [
     "RefusesAfterWrite",
     "ReplayedMutation",
     "RoundHalfAwayFromZero",
+    "SelectSwapsFloatBranches",
     "TruncatingFloorDiv",
     "WrongOutputDtype",
 ]
@@ -103,6 +105,19 @@ class NaNComparisonByNegation(PatchedInterpreter):
         "greater": lambda a, b: np.logical_not(np.less_equal(a, b)),
         "greater_equal": lambda a, b: np.logical_not(np.less(a, b)),
     }
+
+
+def _select_swapping_floats(cond: Any, x: Any, y: Any) -> Any:
+    if DType.from_numpy(x.dtype).is_float():  # a float-only lowering with swapped branches
+        return np.where(cond, y, x)
+    return np.where(cond, x, y)
+
+
+class SelectSwapsFloatBranches(PatchedInterpreter):
+    """``select`` returns ``y`` where the condition is true, for float data only (bool and
+    integer values are right): caught only by cells whose *data* dtype is a float."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"select": _select_swapping_floats}
 
 
 class WrongOutputDtype(PatchedInterpreter):
