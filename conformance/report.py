@@ -104,6 +104,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
                                   "dtype": _name(meta.get("dtype")),
                                   "shape_class": meta.get("shape_class"),
                                   "rules": sorted(rules), "duration": report.duration}
+        if meta.get("not_covered"):  # why an (op, dtype) cannot be tested (CONF-21)
+            results[report.nodeid]["not_covered"] = str(meta["not_covered"])
 
 
 def _name(v: Any) -> Any:
@@ -140,9 +142,12 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
         matrix.append({"op": op, "dtype": dtype, "shape_class": sc, "verdict": verdict,
                        "counts": dict(sorted(counts.items()))})
     exercised = {(m["op"], m["dtype"]) for m in matrix if m["verdict"] != "skip"}
-    not_covered = [{"op": name, "dtype": d.value}
+    why = {(rec["op"], rec["dtype"]): rec["not_covered"] for rec in results.values()
+           if rec.get("not_covered")}
+    not_covered = [{"op": name, "dtype": d.value,
+                    "reason": why.get((name, d.value), "no test exercised it in this run")}
                    for name, op in sorted(REGISTRY.items())
-                   for d in sorted(op.dtypes, key=lambda d: d.value)
+                   for d in sorted(op.data_dtypes, key=lambda d: d.value)
                    if (name, d.value) not in exercised]
     tested: dict[str, list[str]] = defaultdict(list)
     for nodeid, rec in sorted(results.items()):
@@ -178,8 +183,10 @@ def render_html(report: dict[str, Any]) -> str:
     by_op: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     for m in report["matrix"]:
         by_op[m["op"]][m["dtype"]].append(m)
+    reasons: dict[tuple[str, str], str] = {}
     for nc in report["not_covered"]:
         by_op[nc["op"]].setdefault(nc["dtype"], [])
+        reasons[nc["op"], nc["dtype"]] = nc.get("reason", "")
     dtypes = sorted({d for row in by_op.values() for d in row})
     rows = []
     for op in sorted(by_op):
@@ -191,7 +198,8 @@ def render_html(report: dict[str, Any]) -> str:
             cells = by_op[op][d]
             if not cells:
                 tds.append(f'<td class="c" style="background:{_COLORS["not covered"]}" '
-                           f'title="{e(op)} {e(d)}: not covered">&middot;</td>')
+                           f'title="{e(op)} {e(d)}: not covered: {e(reasons.get((op, d), ""))}"'
+                           '>&middot;</td>')
                 continue
             spans = "".join(
                 f'<span style="background:{_COLORS[c["verdict"]]}" title="{e(op)} {e(d)} '

@@ -6,8 +6,9 @@ Read top to bottom:
   (rank 0, empty dims, size-1 broadcast dims) and arrays with special values (NaN, +-inf,
   +-0, subnormals, extremes, integer min/max; ``interpreter.sampling.special_values``).
 * :class:`HypothesisArgSource`: the registry's ``ArgSource`` protocol on top of hypothesis, so
-  every op's ``OpDef.sample`` draws through hypothesis (and shrinks). It can *pin* the first
-  dtype drawn and bias every shape towards a **shape class** (``SHAPE_CLASSES``).
+  every op's ``OpDef.sample`` draws through hypothesis (and shrinks). It can *pin* the data
+  dtype (the draw a sampler marks ``data=True``, OPDT-3) and bias every shape towards a
+  **shape class** (``SHAPE_CLASSES``).
 * ``single_op_calls(op)``: a strategy of :class:`Case` (a one-op graph plus its inputs).
 * ``random_graphs(ops)``: a strategy of type-correct DAGs of up to ~30 ops built from the
   registry's sample functions: earlier values are reused where the type fits, adapted by
@@ -22,6 +23,7 @@ dtypes, attributes and graph structure are drawn (and shrunk) by hypothesis itse
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -50,6 +52,7 @@ __all__ = [
     "build_random_graph",
     "call_dtype",
     "case_from_call",
+    "cell_gaps",
     "dtypes",
     "feasible_cells",
     "graph_families",
@@ -102,17 +105,20 @@ def arrays(draw: Any, dtype: DType | st.SearchStrategy[DType],
 
 # -- ArgSource implementations -------------------------------------------------------------
 class BiasedArgSource:
-    """``ArgSource`` with a pinned first dtype and shapes biased to a shape class.
+    """``ArgSource`` with a pinned data dtype and shapes biased to a shape class.
 
+    ``pin_dtype`` is returned by the draw the sampler marks ``data=True`` (OPDT-3) whenever it
+    is allowed there; other dtype draws (a seed, indices, a cast target) stay random.
     Subclasses provide the primitive draws ``_int`` and ``_values``. Every shape handed out is
-    recorded in ``drawn_shapes`` (used by :func:`shape_class_of`).
+    recorded in ``drawn_shapes`` (used by :func:`shape_class_of`), every data dtype in
+    ``data_draws``.
     """
 
     def __init__(self, pin_dtype: DType | None = None, shape_class: str | None = None) -> None:
         self.pin_dtype = pin_dtype
         self.shape_class = shape_class
         self.drawn_shapes: list[tuple[int, ...]] = []
-        self._pinned = False
+        self.data_draws: list[DType] = []
 
     def _int(self, lo: int, hi: int) -> int:
         raise NotImplementedError
@@ -121,13 +127,15 @@ class BiasedArgSource:
         raise NotImplementedError
 
     # -- the protocol ------------------------------------------------------------------
-    def dtype(self, allowed: Iterable[DType]) -> DType:
+    def dtype(self, allowed: Iterable[DType], data: bool = False) -> DType:
         options = sorted(allowed, key=lambda d: d.value)
-        if not self._pinned and self.pin_dtype is not None and self.pin_dtype in options:
-            self._pinned = True
-            return self.pin_dtype
-        self._pinned = True
-        return options[self._int(0, len(options) - 1)]
+        if data and self.pin_dtype is not None and self.pin_dtype in options:
+            out = self.pin_dtype
+        else:
+            out = options[self._int(0, len(options) - 1)]
+        if data:
+            self.data_draws.append(out)
+        return out
 
     def shape(self, min_rank: int = 0, max_rank: int = 4, min_side: int = 0,
               max_side: int = 5) -> tuple[int, ...]:
@@ -200,14 +208,16 @@ class RngArgSource(BiasedArgSource):
 
 # -- classifying a sampled call -----------------------------------------------------------
 def call_dtype(op: OpDef, call: OpCall) -> DType | None:
-    """The dtype cell of a call: what ``op.dtypes`` constrains (operand 0 after promotion;
-    the ``dtype`` attribute for ops without operands)."""
-    if call.operands:
+    """The dtype cell of a call: its data dtype (OPDT-3). That is operand ``op.data_operand``
+    after promotion, or, for ops without one, the result dtype: the ``dtype`` attribute (the
+    ``value`` attribute's dtype for ``constant``)."""
+    k = op.data_operand
+    if call.operands and k is not None and k < len(call.operands):
         ds = [DType.from_numpy(a.dtype) for a in call.operands]
-        if op.promote and all(i < len(ds) for i in op.promote):
+        if k in op.promote and all(i < len(ds) for i in op.promote):
             promoted = promote_dtypes([ds[i] for i in op.promote])
-            return promoted if promoted is not None else ds[0]
-        return ds[0]
+            return promoted if promoted is not None else ds[k]
+        return ds[k]
     d = call.attrs.get("dtype")
     if isinstance(d, DType):
         return d
@@ -298,25 +308,53 @@ def single_op_calls(draw: Any, op: OpDef, dtype: DType | None = None,
 
 
 def feasible_cells(op: OpDef, tries: int = 8) -> dict[tuple[DType, str], int]:
-    """Which (dtype, shape class) cells ``op.sample`` can reach: cell -> a probe seed that
-    reached it. Probed with :class:`RngArgSource` (cheap, deterministic)."""
+    """Which (data dtype, shape class) cells ``op.sample`` can reach: cell -> a probe seed
+    that reached it with a call that stages. Probed with :class:`RngArgSource` (cheap,
+    deterministic); a probe whose sampler or staging raises reaches nothing."""
+    return dict(_probe(op, tries)[0])
+
+
+def cell_gaps(op: OpDef, tries: int = 8) -> dict[DType, str]:
+    """The data dtypes of ``op`` (``OpDef.data_dtypes``) no cell reaches -> why (CONF-21)."""
+    return dict(_probe(op, tries)[1])
+
+
+@functools.cache
+def _probe(op: OpDef, tries: int) -> tuple[dict[tuple[DType, str], int], dict[DType, str]]:
     found: dict[tuple[DType, str], int] = {}
-    if op.sample is None:
-        return found
-    for dtype in sorted(op.dtypes, key=lambda d: d.value):
+    gaps: dict[DType, str] = {}
+    for dtype in sorted(op.data_dtypes, key=lambda d: d.value):
+        if op.sample is None:
+            gaps[dtype] = (f"op {op.name!r} has no sample function in the registry "
+                           "(OpDef.sample); add one to test it")
+            continue
+        errors: list[str] = []
+        landed: set[str] = set()
         for cls in SHAPE_CLASSES:
             for seed in range(tries):
                 src = RngArgSource(seed, dtype, cls)
                 try:
                     call = op.sample(src)
-                except Exception:
+                    got = call_dtype(op, call)
+                    if got == dtype:
+                        case_from_call(op, call)  # raises if the call does not stage
+                except Exception as e:  # a broken sampler or call: not a reachable cell
+                    errors.append(f"{type(e).__name__}: {e}")
+                    continue
+                landed.add("none" if got is None else got.value)
+                if got == dtype and shape_class_of(op, call, src.drawn_shapes) == cls:
                     found[(dtype, cls)] = seed
                     break
-                if call_dtype(op, call) == dtype and \
-                        shape_class_of(op, call, src.drawn_shapes) == cls:
-                    found[(dtype, cls)] = seed
-                    break
-    return found
+        if not any(d == dtype for d, _ in found):
+            n = tries * len(SHAPE_CLASSES)
+            if errors and not landed:
+                gaps[dtype] = f"the sample function raised on all {n} probes ({errors[-1]})"
+            else:
+                gaps[dtype] = (f"the sample function gave no call with data dtype "
+                               f"{dtype.value} in {n} probes (got {', '.join(sorted(landed))}"
+                               f"{'; errors: ' + errors[-1] if errors else ''}); it must draw "
+                               "its data dtype with src.dtype(..., data=True)")
+    return found, gaps
 
 
 # -- random multi-op graphs -----------------------------------------------------------------

@@ -1,10 +1,14 @@
 """Per-op differential tests: op x dtype x shape class, hypothesis-driven within each cell.
 
-Every registry op with a ``sample`` function gets one test per (dtype, shape class) cell its
-sampler can reach (``strategies.feasible_cells``); ``test_op[add-float32-broadcast]`` runs
-the executor under test and the reference on the same one-op graphs and compares outputs
-and final buffer contents under the op's tolerance class (TOL-1), with unspecified elements
-masked (TOL-2). Registry ops without a ``sample`` function are reported as not covered.
+Every registry op with a ``sample`` function gets one test per (data dtype, shape class)
+cell its sampler can reach (``strategies.feasible_cells``); the dtype axis is the op's *data*
+dtype (``OpDef.data_dtypes``, OPDT-3: ``select-float32-general`` varies select's values,
+``random_uniform-bfloat16-scalar`` its result). ``test_op[add-float32-broadcast]`` runs the
+executor under test and the reference on the same one-op graphs and compares outputs and
+final buffer contents under the op's tolerance class (TOL-1), with unspecified elements
+masked (TOL-2). Every (op, data dtype) no cell reaches, ops without a ``sample`` function
+included, gets a ``test_op_not_covered`` test that reports it as *not covered* with the
+reason (CONF-21).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from interpreter.registry import REGISTRY, OpDef
 
 from .harness import Harness
 from .outcomes import not_covered, record
-from .strategies import SHAPE_CLASSES, Case, feasible_cells, single_op_calls
+from .strategies import SHAPE_CLASSES, Case, cell_gaps, feasible_cells, single_op_calls
 
 RULES = ("TOL-1", "TOL-2", "EXEC-4")
 
@@ -37,7 +41,7 @@ def _cells() -> list[Any]:
     for name in sorted(REGISTRY):
         op = REGISTRY[name]
         reachable = feasible_cells(op)
-        for dtype in sorted(op.dtypes, key=lambda d: d.value):
+        for dtype in sorted(op.data_dtypes, key=lambda d: d.value):
             for cls in SHAPE_CLASSES:
                 if (dtype, cls) in reachable:
                     params.append(pytest.param(name, dtype, cls,
@@ -62,12 +66,19 @@ def test_op(op_name: str, dtype: Any, shape_class: str, executor: Any, reference
     h.finish()
 
 
-@pytest.mark.parametrize("op_name", sorted(n for n, op in REGISTRY.items() if op.sample is None)
-                         or [pytest.param(None, marks=pytest.mark.skip(
-                             reason="every registry op has a sample function"))])
-def test_op_without_sampler(op_name: str | None, request: pytest.FixtureRequest) -> None:
-    """Ops the suite cannot generate calls for are reported, never silently skipped."""
-    assert op_name is not None
-    record(request, op=op_name, rules=[], covered=False)
-    not_covered(f"op {op_name!r} has no sample function in the registry "
-                "(OpDef.sample); add one to test it")
+def _gaps() -> list[Any]:
+    params = [pytest.param(name, dtype.value, why, id=f"{name}-{dtype.value}")
+              for name in sorted(REGISTRY) for dtype, why in cell_gaps(REGISTRY[name]).items()]
+    return params or [pytest.param(None, None, None, marks=pytest.mark.skip(
+        reason="every registry op x data dtype has a cell"))]
+
+
+@pytest.mark.spec("CONF-21")
+@pytest.mark.parametrize(("op_name", "dtype", "why"), _gaps())
+def test_op_not_covered(op_name: str | None, dtype: str | None, why: str | None,
+                        request: pytest.FixtureRequest) -> None:
+    """(op, data dtype) pairs no cell can test are reported with the reason, never silently
+    left out (CONF-21)."""
+    assert op_name is not None and dtype is not None
+    record(request, op=op_name, dtype=dtype, rules=[], covered=False, not_covered=why)
+    not_covered(f"{op_name} [{dtype}]: {why}")

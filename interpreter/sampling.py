@@ -42,7 +42,7 @@ class RandomArgSource:
         self.rng = np.random.default_rng(seed)
         self.special_rate = special_rate
 
-    def dtype(self, allowed: Iterable[DType]) -> DType:
+    def dtype(self, allowed: Iterable[DType], data: bool = False) -> DType:
         options = sorted(allowed, key=lambda d: d.value)
         return options[int(self.rng.integers(len(options)))]
 

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from interpreter.dtype import DType
 from interpreter.errors import UnsupportedGraphError
 from interpreter.evaluate import fresh_outputs
 from interpreter.executor import InterpreterExecutor, validate_inputs
@@ -34,6 +35,7 @@ __all__ = [
     "RefusesAfterWrite",
     "ReplayedMutation",
     "RoundHalfAwayFromZero",
+    "SelectSwapsFloatBranches",
     "TruncatingFloorDiv",
     "WrongOutputDtype",
 ]
@@ -127,6 +129,19 @@ class OverflowingSigmoid(PatchedInterpreter):
     """``sigmoid`` as ``exp(x) / (1 + exp(x))``: inf / inf = NaN for large x (> 709)."""
 
     overrides: ClassVar[dict[str, Kernel]] = {"sigmoid": _sigmoid_by_ratio}
+
+
+def _select_swapping_floats(cond: Any, x: Any, y: Any) -> Any:
+    if DType.from_numpy(x.dtype).is_float():  # a float-only lowering with swapped branches
+        return np.where(cond, y, x)
+    return np.where(cond, x, y)
+
+
+class SelectSwapsFloatBranches(PatchedInterpreter):
+    """``select`` returns ``y`` where the condition is true, for float data only (bool and
+    integer values are right): caught only by cells whose *data* dtype is a float."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"select": _select_swapping_floats}
 
 
 class WrongOutputDtype(PatchedInterpreter):

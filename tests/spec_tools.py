@@ -98,12 +98,36 @@ _OLD_TOLERANCE = re.compile(
 
 
 def dtype_line(op: Any) -> str:
-    """The dtypes an op accepts, for its page (reads ``op.dtypes`` only)."""
+    """The dtypes of an op's operands, results and conformance cells (OPDT-1..3)."""
     from interpreter.dtype import DType
 
     order = list(DType)
-    names = ", ".join(d.value for d in sorted(op.dtypes, key=order.index))
-    return f"Dtypes: {names} (OPDT-1)."
+
+    runs = [("int8..int64", {"int8", "int16", "int32", "int64"}),
+            ("uint8..uint64", {"uint8", "uint16", "uint32", "uint64"})]
+
+    def names(ds: Any) -> str:
+        left = [d.value for d in sorted(ds, key=order.index)]
+        if len(left) == len(order):
+            return "all"
+        for short, run in runs:
+            if run <= set(left):
+                left = [short if v == min(run, key=left.index) else v for v in left
+                        if v not in run or v == min(run, key=left.index)]
+        return ", ".join(left) or "none"
+
+    sets = op.operand_dtype_sets
+    if not sets:
+        operands = "none"
+    elif len(set(sets)) == 1:
+        operands = names(sets[0])
+    else:
+        operands = "; ".join(f"{n}: {names(d)}" for n, d in zip(op.operands, sets, strict=True))
+    results, cells = names(op.result_dtype_set), names(op.data_dtypes)
+    if operands == results == cells:
+        return f"Dtypes: {operands} (operands, results and conformance cells; OPDT-1..3)."
+    return (f"Dtypes: operands {operands}; results {results}; conformance cells {cells} "
+            "(OPDT-1..3).")
 
 
 def render_op_header(op: Any) -> str:

@@ -23,7 +23,7 @@ def _load(buf: np.ndarray) -> np.ndarray:
 
 
 def _sample_load(src: ArgSource) -> OpCall:
-    dtype = src.dtype(ALL)
+    dtype = src.dtype(ALL, data=True)
     return OpCall([src.values(dtype, src.shape())], buffers=frozenset({0}))
 
 
@@ -54,13 +54,13 @@ def _store(buf: np.ndarray, src: np.ndarray) -> None:
 
 
 def _sample_store(src: ArgSource) -> OpCall:
-    dtype, shape = src.dtype(ALL), src.shape()
+    dtype, shape = src.dtype(ALL, data=True), src.shape()
     return OpCall([src.values(dtype, shape), src.values(dtype, shape)], buffers=frozenset({0}))
 
 
 register(OpDef("buffer_store", "Overwrite a whole buffer with a tensor (a side effect).",
                "buffer", ("buffer", "source"), (), _store_infer, _store, ALL, EXACT,
-               side_effect=True, sample=_sample_store))
+               side_effect=True, sample=_sample_store, result_dtypes=frozenset()))
 
 Slices = tuple[tuple[Any, Any, int], ...]
 
@@ -110,7 +110,7 @@ def _sample_triple(src: ArgSource, dim: int) -> tuple[int | None, int | None, in
 
 
 def _sample_store_slice(src: ArgSource) -> OpCall:
-    dtype, shape = src.dtype(ALL), src.shape(max_rank=3)
+    dtype, shape = src.dtype(ALL, data=True), src.shape(max_rank=3)
     slices = tuple(_sample_triple(src, d) for d in shape)
     region = sliced_shape(shape, slices)
     return OpCall([src.values(dtype, shape), src.values(dtype, region)], {"slices": slices},
@@ -120,7 +120,8 @@ def _sample_store_slice(src: ArgSource) -> OpCall:
 register(OpDef("buffer_store_slice",
                "Overwrite a strided slice of a buffer with a tensor (a side effect).",
                "buffer", ("buffer", "source"), ("slices",), _store_slice_infer, _store_slice,
-               ALL, EXACT, side_effect=True, sample=_sample_store_slice))
+               ALL, EXACT, side_effect=True, sample=_sample_store_slice,
+               result_dtypes=frozenset()))
 
 
 def _create_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
@@ -141,7 +142,7 @@ def _create(*, dtype: DType, shape: tuple[int, ...], device: DeviceRef) -> np.nd
 
 
 def _sample_create(src: ArgSource) -> OpCall:
-    return OpCall([], {"dtype": src.dtype(ALL), "shape": src.shape(),
+    return OpCall([], {"dtype": src.dtype(ALL, data=True), "shape": src.shape(),
                        "device": DeviceRef.CPU(src.integer(0, 1))})
 
 

@@ -41,13 +41,16 @@ class ArgSource(Protocol):
     """Where an op's ``sample`` function draws from (hypothesis in the conformance suite,
     a seeded numpy RNG in unit tests: ``interpreter.sampling.RandomArgSource``).
 
+    ``dtype(allowed, data=True)`` marks the draw of the op's *data dtype* (``OpDef.data_dtypes``,
+    OPDT-3): a sampler makes exactly one such draw, and a conformance cell pins it.
+
     ``values`` kinds: ``"any"`` (special values included: NaN, +-inf, +-0, subnormals, extremes,
     integer min/max), ``"finite"``, ``"positive"`` (finite, > 0), ``"small"`` (finite, |x| <= 4,
     for ops that overflow easily), ``"index:N"`` (ints in [-N, N)), ``"uindex:N"`` (ints in
     [0, N)), ``"nonzero"`` (no zeros: divisors).
     """
 
-    def dtype(self, allowed: Iterable[DType]) -> DType: ...
+    def dtype(self, allowed: Iterable[DType], data: bool = False) -> DType: ...
     def shape(self, min_rank: int = 0, max_rank: int = 4, min_side: int = 0,
               max_side: int = 5) -> tuple[int, ...]: ...
     def integer(self, lo: int, hi: int) -> int: ...  # inclusive bounds
@@ -167,6 +170,14 @@ class OpDef:
     without operands: for the ``dtype`` attribute). ``sample`` draws a random valid call of
     the op (operands and attributes), so strategies, coverage and fuzzing need no per-op code
     outside the registry.
+
+    Dtype sets (OPDT-2, OPDT-3; read them through the properties): ``operand_dtypes`` gives one
+    set per primitive operand (None: every operand takes ``dtypes``; a variadic op's one set
+    covers all its operands), ``result_dtypes`` the dtypes any result can have (None: those of
+    ``dtypes``). ``data_operand`` names the operand whose dtype is the op's *data dtype*, the
+    dtype axis of the conformance cells (None, or an op without operands: the result dtype,
+    chosen by an attribute): ``select``'s values, not its bool condition; ``random_uniform``'s
+    result, not its uint64 seed.
     """
 
     name: str
@@ -185,6 +196,28 @@ class OpDef:
     variadic: bool = False
     unspecified: UnspecifiedFn | None = None
     sample: SampleFn | None = None
+    result_dtypes: frozenset[DType] | None = None
+    operand_dtypes: tuple[frozenset[DType], ...] | None = None
+    data_operand: int | None = 0
+
+    @property
+    def operand_dtype_sets(self) -> tuple[frozenset[DType], ...]:
+        """One accepted dtype set per declared operand (OPDT-2)."""
+        if self.operand_dtypes is not None:
+            return self.operand_dtypes
+        return (self.dtypes,) * len(self.operands)
+
+    @property
+    def result_dtype_set(self) -> frozenset[DType]:
+        """Every dtype a result of this op can have (empty: the op has no results; OPDT-2)."""
+        return self.dtypes if self.result_dtypes is None else self.result_dtypes
+
+    @property
+    def data_dtypes(self) -> frozenset[DType]:
+        """The data dtypes: the dtype axis of the conformance cells (OPDT-3, CONF-21)."""
+        if self.data_operand is None or not self.operands:
+            return self.result_dtype_set
+        return self.operand_dtype_sets[self.data_operand]
 
     def fail(self, types: Sequence[ValueType], rule: str, detail: str,
              exc: type[Exception] = GraphShapeError) -> NoReturn:

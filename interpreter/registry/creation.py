@@ -39,7 +39,7 @@ def _constant(*, value: np.ndarray, device: DeviceRef) -> np.ndarray:
 
 
 def _sample_constant(src: ArgSource) -> OpCall:
-    dtype = src.dtype(ALL)
+    dtype = src.dtype(ALL, data=True)
     value = src.values(dtype, src.shape())
     value.flags.writeable = False
     return OpCall([], {"value": value, "device": DeviceRef.CPU(src.integer(0, 1))})
@@ -93,7 +93,7 @@ def _range(*, start: Any, stop: Any, step: Any, dtype: DType, device: DeviceRef
 
 
 def _sample_range(src: ArgSource) -> OpCall:
-    dtype = src.dtype(NUMERIC)
+    dtype = src.dtype(NUMERIC, data=True)
     start: float
     stop: float
     step: float

@@ -31,11 +31,11 @@ def _print(x: np.ndarray, *, label: str) -> None:
 
 
 def _sample_print(src: ArgSource) -> OpCall:
-    dtype = src.dtype(ALL)
+    dtype = src.dtype(ALL, data=True)
     x = src.values(dtype, src.shape(max_rank=2, max_side=3))
     return OpCall([x], {"label": src.choice(["", "x", "debug_tensor"])})
 
 
 register(OpDef("debug_print", "Write `[label] values` of a tensor to stdout (a side effect).",
                "debug", ("x",), ("label",), _print_infer, _print, ALL, EXACT,
-               side_effect=True, sample=_sample_print))
+               side_effect=True, sample=_sample_print, result_dtypes=frozenset()))

@@ -38,7 +38,7 @@ def _sample_devices(src: ArgSource, n: int) -> list[DeviceRef]:
 
 
 def _sample_transfer(src: ArgSource) -> OpCall:
-    dtype = src.dtype(ALL)
+    dtype = src.dtype(ALL, data=True)
     return OpCall([src.values(dtype, src.shape())], {"device": _sample_devices(src, 1)[0]})
 
 
@@ -92,12 +92,13 @@ def _allgather(*xs: np.ndarray, axis: int) -> Any:
 
 
 def _sample_allreduce(src: ArgSource) -> OpCall:
-    dtype, shape, n = src.dtype(NUMERIC), src.shape(max_rank=3), src.integer(1, 4)
+    dtype, shape, n = src.dtype(NUMERIC, data=True), src.shape(max_rank=3), src.integer(1, 4)
     return OpCall([src.values(dtype, shape, "small") for _ in range(n)])
 
 
 def _sample_allgather(src: ArgSource) -> OpCall:
-    dtype, shape, n = src.dtype(ALL), list(src.shape(min_rank=1, max_rank=3)), src.integer(1, 4)
+    dtype = src.dtype(ALL, data=True)
+    shape, n = list(src.shape(min_rank=1, max_rank=3)), src.integer(1, 4)
     axis = src.integer(0, len(shape) - 1)
     operands = []
     for _ in range(n):

@@ -49,7 +49,7 @@ def _binary_sampler(kinds: Sequence[str] = ("any",), rhs_kinds: Sequence[str] | 
     """Two operands: same or promotable dtypes, equal or broadcastable shapes."""
 
     def sample(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
-        lhs_t = rhs_t = src.dtype(_sorted(dtypes))
+        lhs_t = rhs_t = src.dtype(_sorted(dtypes), data=True)
         if src.integer(0, 3) == 0:  # a dtype that promotes to lhs_t (PROMO-1)
             rhs_t = src.dtype([d for d in DType if promote_dtypes([lhs_t, d]) is lhs_t])
         shape = rhs_shape = src.shape(max_rank=3)
@@ -68,7 +68,7 @@ def _binary_sampler(kinds: Sequence[str] = ("any",), rhs_kinds: Sequence[str] | 
 
 def _unary_sampler(kinds: Sequence[str] = ("any",)) -> Sampler:
     def sample(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
-        dtype = src.dtype(_sorted(dtypes))
+        dtype = src.dtype(_sorted(dtypes), data=True)
         return OpCall([src.values(dtype, src.shape(), src.choice(list(kinds)))])
 
     return sample
@@ -83,14 +83,16 @@ def _binary(name: str, kernel: Callable[..., Array], dtypes: frozenset[DType], s
             unspecified: Any = None, sample: Sampler | None = None) -> None:
     register(OpDef(name, summary, "elementwise-binary", ("lhs", "rhs"), (), infer, kernel,
                    dtypes, tolerance, promote=(0, 1), broadcast=True, unspecified=unspecified,
-                   sample=_bind(sample or _binary_sampler(), dtypes)))
+                   sample=_bind(sample or _binary_sampler(), dtypes),
+                   result_dtypes=BOOL if infer is predicate else None))
 
 
 def _unary(name: str, kernel: Callable[..., Array], dtypes: frozenset[DType], summary: str,
            infer: Any = elementwise, tolerance: Tolerance = EXACT,
            attrs: tuple[str, ...] = (), sample: Sampler | None = None) -> None:
     register(OpDef(name, summary, "elementwise-unary", ("x",), attrs, infer, kernel, dtypes,
-                   tolerance, sample=_bind(sample or _unary_sampler(), dtypes)))
+                   tolerance, sample=_bind(sample or _unary_sampler(), dtypes),
+                   result_dtypes=BOOL if infer is predicate else None))
 
 
 # -- binary arithmetic --------------------------------------------------------------------
@@ -206,7 +208,7 @@ def _gelu_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[Va
 
 
 def _sample_gelu(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
-    dtype = src.dtype(_sorted(dtypes))
+    dtype = src.dtype(_sorted(dtypes), data=True)
     return OpCall([src.values(dtype, src.shape())],
                   {"approximate": src.choice(["none", "tanh"])})
 
@@ -266,7 +268,7 @@ def _cast_unspecified(x: Array, dtype: DType) -> Array:
 
 
 def _sample_cast(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
-    dtype = src.dtype(_sorted(dtypes))
+    dtype = src.dtype(_sorted(dtypes), data=True)
     x = src.values(dtype, src.shape(), src.choice(["any", "finite", "small"]))
     return OpCall([x], {"dtype": src.dtype(_sorted(ALL))})
 

@@ -57,7 +57,7 @@ def _matmul_overflow(a: Array, b: Array) -> np.ndarray:
 
 
 def _sample_matmul(src: ArgSource) -> OpCall:
-    dtype = src.dtype(NUMERIC)
+    dtype = src.dtype(NUMERIC, data=True)
     batch = src.shape(min_rank=0, max_rank=2, max_side=3)
     m, k, n = src.integer(0, 4), src.integer(0, 4), src.integer(0, 4)
     return OpCall([src.values(dtype, (*batch, m, k), "small"),

@@ -159,7 +159,7 @@ def _sample_seed(src: ArgSource) -> np.ndarray:
 
 
 def _sample_uniform(src: ArgSource) -> OpCall:
-    dtype = src.dtype(FLOATS)
+    dtype = src.dtype(FLOATS, data=True)
     low, high = src.choice([(0.0, 1.0), (-1.0, 1.0), (-3.5, 2.0), (10.0, 12.0), (-0.0, 0.5)])
     return OpCall([_sample_seed(src)], {"shape": src.shape(max_side=4), "dtype": dtype,
                                         "low": low, "high": high})
@@ -168,13 +168,16 @@ def _sample_uniform(src: ArgSource) -> OpCall:
 def _sample_normal(src: ArgSource) -> OpCall:
     mean, std = src.choice([(0.0, 1.0), (1.5, 0.25), (-2.0, 3.0), (0.0, 0.0)])
     return OpCall([_sample_seed(src)], {"shape": src.shape(max_side=4),
-                                        "dtype": src.dtype(FLOATS), "mean": mean, "std": std})
+                                        "dtype": src.dtype(FLOATS, data=True), "mean": mean,
+                                        "std": std})
 
 
 register(OpDef("random_uniform", "Philox4x32-10 uniform floats in [low, high) (RNG-3, RNG-4).",
                "random", ("seed",), ("shape", "dtype", "low", "high"), _uniform_infer,
-               _uniform, SEED, EXACT, sample=_sample_uniform))
+               _uniform, SEED, EXACT, sample=_sample_uniform, result_dtypes=FLOATS,
+               data_operand=None))
 register(OpDef("random_normal", "Box-Muller normal floats from Philox4x32-10 (RNG-5).",
                "random", ("seed",), ("shape", "dtype", "mean", "std"), _normal_infer,
-               _normal, SEED, ulp(4, _std_z), sample=_sample_normal))
+               _normal, SEED, ulp(4, _std_z), sample=_sample_normal, result_dtypes=FLOATS,
+               data_operand=None))
 

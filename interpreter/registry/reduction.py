@@ -86,7 +86,7 @@ def _finite_abs(x: Array) -> np.ndarray:
 def _axis_sampler(dtypes: frozenset[DType], kind: str = "any", nonempty: bool = False
                   ) -> Callable[[ArgSource], OpCall]:
     def sample(src: ArgSource) -> OpCall:
-        dtype = src.dtype(dtypes)
+        dtype = src.dtype(dtypes, data=True)
         shape = list(src.shape(min_rank=1))
         axis = src.integer(-len(shape), len(shape) - 1)
         if nonempty and shape[axis] == 0:
@@ -227,6 +227,7 @@ def _mixed_zeros(pick: Callable[..., Array]) -> Callable[..., np.ndarray]:
 
 
 _ORDERED = NUMERIC | BOOL
+_INDICES = frozenset({DType.int64})
 register(OpDef("reduce_max", "Largest element along one axis, kept with size 1; NaN "
                "propagates.", "reduction", ("x",), ("axis",), _nonempty_infer, _max, _ORDERED,
                EXACT, unspecified=_mixed_zeros(np.max),
@@ -249,11 +250,11 @@ def _argmin(x: Array, *, axis: int) -> Array:
 register(OpDef("argmax", "int64 index of the largest element along one axis (first on ties, "
                "first NaN wins), kept with size 1.", "reduction", ("x",), ("axis",),
                _arg_infer, _argmax, _ORDERED, EXACT,
-               sample=_axis_sampler(_ORDERED, nonempty=True)))
+               sample=_axis_sampler(_ORDERED, nonempty=True), result_dtypes=_INDICES))
 register(OpDef("argmin", "int64 index of the smallest element along one axis (first on ties, "
                "first NaN wins), kept with size 1.", "reduction", ("x",), ("axis",),
                _arg_infer, _argmin, _ORDERED, EXACT,
-               sample=_axis_sampler(_ORDERED, nonempty=True)))
+               sample=_axis_sampler(_ORDERED, nonempty=True), result_dtypes=_INDICES))
 
 
 # -- cumsum -------------------------------------------------------------------------------
@@ -361,6 +362,7 @@ def _sample_top_k(src: ArgSource) -> OpCall:
 
 register(OpDef("top_k", "The k largest elements along one axis, descending (ties: lower index "
                "first; NaN largest), and their int64 indices.", "reduction", ("x",),
-               ("k", "axis"), _top_k_infer, _top_k, NUMERIC, EXACT, sample=_sample_top_k))
+               ("k", "axis"), _top_k_infer, _top_k, NUMERIC, EXACT, sample=_sample_top_k,
+               result_dtypes=NUMERIC | _INDICES))
 
 __all__ = ["LOGSOFTMAX_TOLERANCE", "SOFTMAX_TOLERANCE", "float_info", "is_low_float", "widen"]

@@ -45,7 +45,7 @@ def _same_device(op: OpDef, types: Sequence[ValueType]) -> None:
 
 def _data(src: ArgSource) -> tuple[DType, tuple[int, ...]]:
     """A random dtype and shape for the data operand of a sample."""
-    return src.dtype(ALL), src.shape()
+    return src.dtype(ALL, data=True), src.shape()
 
 
 # -- broadcast_to --------------------------------------------------------------------------
@@ -207,7 +207,7 @@ def _concat(*values: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _concat_sample(src: ArgSource) -> OpCall:
-    dtype, shape = src.dtype(ALL), src.shape(min_rank=1)
+    dtype, shape = src.dtype(ALL, data=True), src.shape(min_rank=1)
     axis = src.integer(-len(shape), len(shape) - 1)
     arrays = []
     for _ in range(src.integer(1, 4)):
@@ -247,7 +247,7 @@ def _split(x: np.ndarray, *, sizes: tuple[int, ...], axis: int
 
 
 def _split_sample(src: ArgSource) -> OpCall:
-    dtype, shape = src.dtype(ALL), src.shape(min_rank=1)
+    dtype, shape = src.dtype(ALL, data=True), src.shape(min_rank=1)
     axis = src.integer(-len(shape), len(shape) - 1)
     sizes: list[int] = []
     rest = shape[axis]
@@ -307,7 +307,7 @@ def _gather_unspecified(x: np.ndarray, indices: np.ndarray, *, axis: int) -> np.
 
 
 def _gather_sample(src: ArgSource) -> OpCall:
-    dtype, shape = src.dtype(ALL), src.shape(min_rank=1, max_rank=3)
+    dtype, shape = src.dtype(ALL, data=True), src.shape(min_rank=1, max_rank=3)
     axis = src.integer(-len(shape), len(shape) - 1)
     n = shape[axis]
     ishape = src.shape(max_rank=2) if n else (0,)
@@ -318,6 +318,7 @@ def _gather_sample(src: ArgSource) -> OpCall:
 
 register(OpDef("gather", "Pick slices of x along an axis by integer indices (np.take).",
                "shape", ("x", "indices"), ("axis",), _gather_infer, _gather, ALL, EXACT,
+               operand_dtypes=(ALL, INDEX),
                unspecified=_gather_unspecified, sample=_gather_sample))
 
 
@@ -373,7 +374,7 @@ def _scatter_unspecified(x: np.ndarray, updates: np.ndarray, indices: np.ndarray
 
 
 def _scatter_sample(src: ArgSource) -> OpCall:
-    dtype, shape = src.dtype(ALL), src.shape(min_rank=1, max_rank=3)
+    dtype, shape = src.dtype(ALL, data=True), src.shape(min_rank=1, max_rank=3)
     axis = src.integer(-len(shape), len(shape) - 1)
     n = shape[axis]
     ishape = list(shape)
@@ -386,7 +387,8 @@ def _scatter_sample(src: ArgSource) -> OpCall:
 register(OpDef("scatter", "Copy of x with updates written at indices along an axis "
                "(np.put_along_axis; last write wins).", "shape", ("x", "updates", "indices"),
                ("axis",), _scatter_infer, _scatter, ALL, EXACT,
-               unspecified=_scatter_unspecified, sample=_scatter_sample))
+               unspecified=_scatter_unspecified, sample=_scatter_sample,
+               operand_dtypes=(ALL, ALL, INDEX)))
 
 
 # -- select --------------------------------------------------------------------------------
@@ -413,15 +415,18 @@ def _sub_shape(src: ArgSource, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def _select_sample(src: ArgSource) -> OpCall:
     dtype, shape = _data(src)
-    shapes = [_sub_shape(src, shape) for _ in range(3)]
-    shapes[src.integer(0, 2)] = shape  # one operand has the full shape
+    shapes = [shape] * 3  # equal shapes half of the time (the "general" cells)
+    if src.boolean():
+        shapes = [_sub_shape(src, shape) for _ in range(3)]
+        shapes[src.integer(0, 2)] = shape  # one operand has the full shape
     return OpCall([src.values(DType.bool, shapes[0]), src.values(dtype, shapes[1]),
                    src.values(dtype, shapes[2])])
 
 
 register(OpDef("select", "Elementwise choice: x where condition is true, else y (ops.where).",
                "shape", ("condition", "x", "y"), (), _select_infer, _select, BOOL, EXACT,
-               promote=(1, 2), broadcast=True, sample=_select_sample))
+               promote=(1, 2), broadcast=True, sample=_select_sample,
+               result_dtypes=ALL, operand_dtypes=(BOOL, ALL, ALL), data_operand=1))
 
 
 # -- pad -----------------------------------------------------------------------------------
@@ -462,7 +467,7 @@ def _pad(x: np.ndarray, *, paddings: tuple[tuple[int, int], ...], value: Any) ->
 
 
 def _pad_sample(src: ArgSource) -> OpCall:
-    dtype, shape = src.dtype(ALL), src.shape(max_rank=3, max_side=4)
+    dtype, shape = src.dtype(ALL, data=True), src.shape(max_rank=3, max_side=4)
     paddings = tuple((src.integer(0, 2), src.integer(0, 2)) for _ in shape)
     value: Any
     if dtype is DType.bool:
@@ -492,7 +497,7 @@ def _tile(x: np.ndarray, *, repeats: tuple[int, ...]) -> np.ndarray:
 
 
 def _tile_sample(src: ArgSource) -> OpCall:
-    dtype, shape = src.dtype(ALL), src.shape(max_rank=3, max_side=3)
+    dtype, shape = src.dtype(ALL, data=True), src.shape(max_rank=3, max_side=3)
     return OpCall([src.values(dtype, shape)],
                   {"repeats": tuple(src.integer(0, 3) for _ in shape)})
 
