@@ -179,8 +179,9 @@ def load_case(directory: Path | str) -> tuple[Graph, list[np.ndarray]]:
 def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
     """Run a stored case through the executor and the reference; print the verdict.
 
-    Returns 0 when they agree, 1 when they disagree or the executor raises (its traceback
-    is printed), 2 when the executor refuses the graph or cannot be built, 3 on a suite
+    Returns 0 when they agree, 1 when they disagree, the executor raises (its traceback
+    is printed) or refuses after modifying an input (EXEC-3), 2 when the executor or the
+    reference refuses the graph or the executor cannot be built, 3 on a suite
     error: the stored case cannot be loaded, the reference fails on it, or the suite's
     own code raises (never blamed on the executor, CONF-19).
     """
@@ -188,7 +189,7 @@ def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
     from interpreter.executor import InterpreterExecutor
 
     from .calls import ExecutorRaised, quiet, suite_error_message
-    from .differential import check_case
+    from .differential import ReferenceRefused, check_case
     from .executors import ExecutorSpecError, resolve
     from .strategies import Case
 
@@ -208,7 +209,17 @@ def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
             verdict = check_case(Case(graph, inputs), executor, InterpreterExecutor(),
                                  label=f"replay of {directory}")
             problems = [] if not verdict.ok else protocol_problems(directory, executor)
+    except ReferenceRefused as e:
+        print(f"REFERENCE REFUSED: the reference interpreter does not run this case ({e}); "
+              "nothing to compare with", file=stream)
+        return 2
     except UnsupportedGraphError as e:
+        touched = _refusal_side_effects(directory, executor)
+        if touched:
+            print(f"FAIL: {executor_spec} refused the graph ({e}) after modifying "
+                  f"{touched}; a refusal must come before any side effect [EXEC-3]",
+                  file=stream)
+            return 1
         print(f"REFUSED: {executor_spec} raised UnsupportedGraphError: {e}", file=stream)
         return 2
     except ExecutorRaised as e:
@@ -225,6 +236,21 @@ def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
         return 1
     print(f"OK: {executor_spec} agrees with the reference on {directory}", file=stream)
     return 0
+
+
+def _refusal_side_effects(directory: Path | str, executor: Any) -> str:
+    """Which inputs a refusing executor modified (empty when none, or when it now runs)."""
+    from interpreter.errors import UnsupportedGraphError
+
+    graph, inputs = load_case(directory)
+    before = [a.tobytes() for a in inputs]
+    try:
+        executor.execute(graph, inputs)
+    except UnsupportedGraphError:
+        return ", ".join(f"input {i}" for i, a in enumerate(inputs) if a.tobytes() != before[i])
+    except Exception:
+        return ""
+    return ""
 
 
 def protocol_problems(directory: Path | str, executor: Any) -> list[str]:

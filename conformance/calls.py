@@ -62,7 +62,7 @@ class ExecutorRaised(Exception):
     def describe(self) -> str:
         """``the executor raised T: msg`` followed by the executor's traceback."""
         return (f"the executor raised {type(self.original).__name__}: {self.original}\n"
-                f"executor traceback (most recent call last):\n{self.traceback.rstrip()}")
+                f"{self.traceback.rstrip()}")
 
 
 def executor_traceback(exc: BaseException, skip: int = 1) -> str:

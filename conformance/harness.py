@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
 import pytest
+from _pytest.outcomes import Failed
 from hypothesis import reject
 from hypothesis.errors import Unsatisfiable
 
@@ -27,12 +28,20 @@ from .strategies import Case
 __all__ = ["ExecutorError", "Harness", "SuiteFailure"]
 
 
-class ExecutorError(AssertionError):
-    """The executor raised something other than ``UnsupportedGraphError``."""
+class ExecutorError(Failed):
+    """The executor raised something other than ``UnsupportedGraphError``; the message holds
+    the executor's traceback (shown without the suite's frames)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, pytrace=False)
 
 
-class SuiteFailure(AssertionError):
-    """The suite's own code raised (CONF-19): the message starts with ``SUITE ERROR:``."""
+class SuiteFailure(Failed):
+    """The suite's own code raised (CONF-19): the message starts with ``SUITE ERROR:`` and
+    holds the full traceback."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, pytrace=False)
 
 
 class Harness:

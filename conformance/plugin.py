@@ -210,6 +210,17 @@ def _in_suite(item: pytest.Item) -> bool:
     return bool(item.config.stash.get(_ACTIVE, False)) and _HERE in Path(item.path).parents
 
 
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
+                             ) -> tuple[str, str, str] | None:
+    """A suite error is a failure (exit status, FAILURES section) shown as ``S`` /
+    ``SUITE ERROR`` (CONF-19)."""
+    if report.failed and any(key == "conformance" and isinstance(value, dict)
+                             and value.get("outcome") == SUITE_ERROR_OUTCOME
+                             for key, value in report.user_properties):
+        return "failed", "S", "SUITE ERROR"
+    return None
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
     """The suite's numpy warnings stay inside (CONF-21); executor calls are not silenced."""

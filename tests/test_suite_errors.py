@@ -298,6 +298,66 @@ def test_executor_crash_shows_its_own_frames(tmp_path: Path) -> None:
     assert "lookup_exp_table" in p.stdout and "IndexError" in p.stdout
 
 
+AUDIT_OPS = ("add", "exp", "sqrt", "reduce_sum", "reduce_max", "softmax", "cumsum", "matmul",
+             "cast", "split", "concat", "argmax", "select", "equal")
+AUDIT_DTYPES = ("bool", "int8", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float32")
+
+
+def _audit_cells() -> list[Any]:
+    from conformance.strategies import feasible_cells
+    from interpreter.registry import REGISTRY
+
+    cells = []
+    for name in AUDIT_OPS:
+        for dtype, cls in sorted(feasible_cells(REGISTRY[name]), key=lambda c: (c[0].value, c[1])):
+            if dtype.value in AUDIT_DTYPES and cls in ("scalar", "empty", "broadcast"):
+                cells.append(pytest.param(name, dtype, cls, id=f"{name}-{dtype.value}-{cls}"))
+    return cells
+
+
+@pytest.mark.spec("CONF-19", "CONF-20")
+@pytest.mark.parametrize(("op_name", "dtype", "shape_class"), _audit_cells())
+def test_every_stage_takes_every_value_kind(tmp_path: Path, op_name: str, dtype: DType,
+                                            shape_class: str) -> None:
+    """Rank 0, empty, size 1, bool, bfloat16, float8 and multi-output values through the
+    comparison, its description, local checks, artifacts and replay, against an executor
+    that is wrong everywhere: a verdict, never an exception of the suite."""
+    from hypothesis import HealthCheck, given
+    from hypothesis import settings as hsettings
+
+    from conformance.strategies import single_op_calls
+    from interpreter.registry import REGISTRY
+
+    from .vendor_executors import LastBitFlipped
+
+    count = iter(range(10**6))
+
+    @hsettings(max_examples=2, derandomize=True, database=None, deadline=None,
+               suppress_health_check=list(HealthCheck))
+    @given(case=single_op_calls(REGISTRY[op_name], dtype, shape_class))
+    def prop(case: Case) -> None:
+        verdict = differential.check_case(case, LastBitFlipped(), InterpreterExecutor())
+        art = ArtifactDir(tmp_path / str(next(count)), "t::audit", f"{VENDOR}:LastBitFlipped",
+                          ROOT)
+        d = art.write_case(case.graph, case.inputs)
+        art.write_results(verdict.expected, verdict.actual, verdict.message)
+        _, inputs = load_case(d)
+        for a, b in zip(case.inputs, inputs, strict=True):
+            assert (a.dtype, a.shape, a.tobytes()) == (b.dtype, b.shape, b.tobytes())
+        for name, stored in (("expected", verdict.expected), ("actual", verdict.actual)):
+            back = load_arrays(d / f"{name}.npz")
+            assert {k: (v.dtype, v.shape) for k, v in back.items()} == {
+                k: (v.dtype, v.shape) for k, v in stored.items()}
+        sink = io.StringIO()
+        code = replay(d, f"{VENDOR}:LastBitFlipped", out=sink)
+        assert code in (0, 1), sink.getvalue()
+        if not verdict.ok:
+            assert "differ" in verdict.message or "diverging" in verdict.message, verdict.message
+            assert code == 1 and sink.getvalue().startswith("FAIL:"), sink.getvalue()
+
+    prop()
+
+
 # -- exact storage of every dtype and rank (CONF-20) --------------------------------------------
 def _sample(d: DType, shape: tuple[int, ...]) -> np.ndarray:
     n = int(np.prod(shape))

@@ -17,8 +17,15 @@ from interpreter.graph.core import Graph, Node
 
 from .broken_executors import Kernel, PatchedInterpreter
 
-__all__ = ["CrashesInNestedFunction", "NoisyOneUlpReductions", "OneUlpExp", "OneUlpOnScalars",
-           "OneUlpReductions", "ScalarBfloat16Off"]
+__all__ = [
+    "CrashesInNestedFunction",
+    "LastBitFlipped",
+    "NoisyOneUlpReductions",
+    "OneUlpExp",
+    "OneUlpOnScalars",
+    "OneUlpReductions",
+    "ScalarBfloat16Off",
+]
 
 
 def _up(x: Any) -> Any:
@@ -105,3 +112,29 @@ class NoisyOneUlpReductions(OneUlpReductions):
                 np.float32(1.0) / np.float32(0.0)  # warns: divide by zero
             return kernel(*args, **attrs)
         return noisy
+
+
+def _flip(x: Any) -> Any:
+    """The lowest bit of every element flipped (bool: negated); any dtype and rank."""
+    a = np.array(x, copy=True)
+    if a.dtype == np.bool_:
+        return ~a
+    bits = a.view(f"u{a.dtype.itemsize}").reshape(a.shape)
+    return (bits ^ np.array(1, bits.dtype)).view(a.dtype).reshape(a.shape)
+
+
+class LastBitFlipped(PatchedInterpreter):
+    """Every result of every op has its lowest bit flipped: wrong everywhere, in every value
+    kind (rank 0, empty, size 1, bool, bfloat16, float8, several results)."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        if node.op.side_effect or not node.results:
+            return kernel
+
+        def wrong(*args: Any, **attrs: Any) -> Any:
+            out = kernel(*args, **attrs)
+            if isinstance(out, tuple | list):
+                return type(out)(_flip(o) for o in out)
+            return _flip(out)
+        return wrong
