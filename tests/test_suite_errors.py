@@ -181,11 +181,14 @@ def test_fault_in_artifact_writing_is_a_suite_error(tmp_path: Path,
 def test_suite_error_outcome_in_the_report(tmp_path: Path,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """In a real run: the test fails with SUITE ERROR, and the report counts and lists it
-    apart from executor failures (JSON and HTML)."""
+    apart from executor failures (JSON and HTML); an xfail entry does not hide it."""
     monkeypatch.setattr(differential, "compare_arrays", _boom)
     report = tmp_path / "r.json"
+    xfails = tmp_path / "xfails.toml"
+    xfails.write_text('[[xfail]]\nop = "abs"\nreason = "a known executor bug"\n')
     run = suite(tmp_path, "interpreter.executor:InterpreterExecutor", ["test_ops.py"],
-                "abs-float32-scalar", f"--conformance-report={report}")
+                "abs-float32-scalar", f"--conformance-report={report}",
+                f"--conformance-xfails={xfails}")
     assert run.code == pytest.ExitCode.TESTS_FAILED, run.outcomes
     (text,) = run.failed().values()
     assert text.startswith(SUITE_ERROR) and "please report" in text, text
