@@ -50,7 +50,8 @@ REPRO = '''#!/usr/bin/env python
 
 Needs only the eager-conformance package, numpy and the executor's module:
     python {rel}/repro.py [--executor=module:Class]
-Exits 1 while the executor disagrees with the reference, 0 once it agrees.
+Exits 1 while the executor disagrees with the reference (or raises), 0 once it agrees;
+2 when it refuses the graph, 3 on an error of the suite itself (please report those).
 """
 import sys
 from pathlib import Path
@@ -89,8 +90,9 @@ def save_arrays(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
         except TypeError:
             payload[key] = a
             continue
-        if d in _BITS_ONLY:
-            payload[f"{key}__{d.value}"] = np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
+        if d in _BITS_ONLY:  # exact shape, rank 0 included (CONF-23)
+            c = a if a.flags.c_contiguous else np.array(a, order="C")
+            payload[f"{key}__{d.value}"] = c.view(f"u{a.dtype.itemsize}").reshape(a.shape)
         else:
             payload[key] = a
     with open(path, "wb") as f:
@@ -177,36 +179,58 @@ def load_case(directory: Path | str) -> tuple[Graph, list[np.ndarray]]:
 def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
     """Run a stored case through the executor and the reference; print the verdict.
 
-    Returns 0 when they agree, 1 when they disagree or the executor raises, 2 when the
-    executor refuses the graph or cannot be built.
+    Returns 0 when they agree, 1 when they disagree, the executor raises (its traceback
+    is printed) or refuses after modifying an input (EXEC-3), 2 when the executor or the
+    reference refuses the graph or the executor cannot be built, 3 on a suite
+    error: the stored case cannot be loaded, the reference fails on it, or the suite's
+    own code raises (never blamed on the executor, CONF-22).
     """
     from interpreter.errors import UnsupportedGraphError
     from interpreter.executor import InterpreterExecutor
 
-    from .differential import check_case
+    from .calls import ExecutorRaised, quiet, suite_error_message
+    from .differential import ReferenceRefused, check_case
     from .executors import ExecutorSpecError, resolve
     from .strategies import Case
 
     stream = out or sys.stdout
-    graph, inputs = load_case(directory)
+    try:
+        graph, inputs = load_case(directory)
+    except Exception as e:
+        print(suite_error_message(e, f"loading the stored case {directory}"), file=stream)
+        return 3
     try:
         executor = resolve(executor_spec).executor
     except ExecutorSpecError as e:
         print(f"ERROR: {e}", file=stream)
         return 2
     try:
-        verdict = check_case(Case(graph, inputs), executor, InterpreterExecutor(),
-                             label=f"replay of {directory}")
+        with quiet():
+            verdict = check_case(Case(graph, inputs), executor, InterpreterExecutor(),
+                                 label=f"replay of {directory}")
+            problems = [] if not verdict.ok else protocol_problems(directory, executor)
+    except ReferenceRefused as e:
+        print(f"REFERENCE REFUSED: the reference interpreter does not run this case ({e}); "
+              "nothing to compare with", file=stream)
+        return 2
     except UnsupportedGraphError as e:
+        touched = _refusal_side_effects(directory, executor)
+        if touched:
+            print(f"FAIL: {executor_spec} refused the graph ({e}) after modifying "
+                  f"{touched}; a refusal must come before any side effect [EXEC-3]",
+                  file=stream)
+            return 1
         print(f"REFUSED: {executor_spec} raised UnsupportedGraphError: {e}", file=stream)
         return 2
-    except Exception as e:
-        print(f"FAIL: {executor_spec} raised {type(e).__name__}: {e}", file=stream)
+    except ExecutorRaised as e:
+        print(f"FAIL: {executor_spec}: {e.describe()}", file=stream)
         return 1
+    except Exception as e:
+        print(suite_error_message(e, f"the replay of {directory}"), file=stream)
+        return 3
     if not verdict.ok:
         print(f"FAIL: {verdict.message}", file=stream)
         return 1
-    problems = protocol_problems(directory, executor)
     if problems:
         print("FAIL: " + "; ".join(problems), file=stream)
         return 1
@@ -214,15 +238,32 @@ def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
     return 0
 
 
+def _refusal_side_effects(directory: Path | str, executor: Any) -> str:
+    """Which inputs a refusing executor modified (empty when none, or when it now runs)."""
+    from interpreter.errors import UnsupportedGraphError
+
+    graph, inputs = load_case(directory)
+    before = [a.tobytes() for a in inputs]
+    try:
+        executor.execute(graph, inputs)
+    except UnsupportedGraphError:
+        return ", ".join(f"input {i}" for i, a in enumerate(inputs) if a.tobytes() != before[i])
+    except Exception:
+        return ""
+    return ""
+
+
 def protocol_problems(directory: Path | str, executor: Any) -> list[str]:
     """What a value comparison cannot see, on the stored case: outputs sharing memory with
     an input or each other (EXEC-5), and different results from two executions of a graph
     of deterministic ops (TOL-3). Each execution gets a fresh graph and fresh inputs."""
+    from .calls import call_executor
+
     problems: list[str] = []
     runs = []
     for _ in range(2):
         graph, inputs = load_case(directory)
-        outs = [np.asarray(o) for o in executor.execute(graph, inputs)]
+        outs = [np.asarray(o) for o in call_executor(executor, graph, inputs)]
         runs.append((graph, outs))
         for i, o in enumerate(outs):
             for j, a in enumerate(inputs):

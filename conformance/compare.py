@@ -74,10 +74,16 @@ def _is_float(dt: np.dtype[Any]) -> bool:
     return dt.kind in "fV" and dt.itemsize > 0 and dt.names is None
 
 
+def _bits(a: np.ndarray) -> np.ndarray:
+    """The unsigned-integer bit pattern of ``a``, same shape (rank 0 included)."""
+    c = a if a.flags.c_contiguous else np.array(a, order="C")
+    return c.view(f"u{a.dtype.itemsize}").reshape(a.shape)
+
+
 def to_ordered(a: np.ndarray) -> np.ndarray:
     """Float bits mapped to int64 so that adjacent floats differ by 1 (+0 and -0 both 0)."""
     n = a.dtype.itemsize
-    u = np.ascontiguousarray(a).view(f"u{n}")
+    u = _bits(a)
     sign = 1 << (8 * n - 1)
     mag = (u & np.array(sign - 1, u.dtype)).astype(np.int64)
     neg = (u & np.array(sign, u.dtype)) != 0
@@ -108,9 +114,7 @@ def ulp_distance(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
 def same_bits(expected: np.ndarray, got: np.ndarray) -> np.ndarray:
     """Elementwise exact equality: NaN == NaN (any payload), -0.0 != +0.0."""
     if _is_float(expected.dtype):
-        n = expected.dtype.itemsize
-        eb = np.ascontiguousarray(expected).view(f"u{n}")
-        gb = np.ascontiguousarray(got).view(f"u{n}")
+        eb, gb = _bits(expected), _bits(got)
         with np.errstate(all="ignore"):
             nan = np.isnan(expected.astype(np.float32)) & np.isnan(got.astype(np.float32))
         return np.asarray((eb == gb) | nan)
@@ -146,31 +150,33 @@ def _fmt(x: Any) -> str:
 
 def _describe(label: str, expected: np.ndarray, got: np.ndarray, bad: np.ndarray,
               tol: Tolerance, compared: int) -> str:
+    """The failure message; any rank (0 included), size and dtype (CONF-22)."""
+    bad = np.broadcast_to(np.asarray(bad, bool), expected.shape)
     n_bad = int(bad.sum())
     head = (f"{label}: {n_bad} of {compared} compared elements differ "
             f"(dtype {expected.dtype}, shape {list(expected.shape)}, tolerance {tol})")
-    idx = np.argwhere(bad)
+    idx = [tuple(int(v) for v in row) for row in np.argwhere(bad).reshape(n_bad, -1)]
     lines = [head]
     if _is_float(expected.dtype):
         dist = ulp_distance(expected, got)
-        order = np.argsort(-dist[bad], kind="stable")[:WORST]
+        worst = np.asarray(dist[bad], np.float64).reshape(-1)  # argwhere (C) order
+        order = np.argsort(-worst, kind="stable")[:WORST]
         lines.append("  worst elements (index: expected -> got, ULP distance):")
         for k in order:
-            i = tuple(int(v) for v in idx[k])
-            d = dist[i]
+            i = idx[int(k)]
+            d = float(dist[i])
             lines.append(f"    {list(i)}: {_fmt(expected[i])} -> {_fmt(got[i])}  "
                          f"({'NaN mismatch' if np.isinf(d) else f'{d:.0f} ulp'})")
         hist = []
-        finite = dist[bad][np.isfinite(dist[bad])]
+        finite = worst[np.isfinite(worst)]
         for lo, hi in zip(_HIST_EDGES, (*_HIST_EDGES[1:], None), strict=True):
             c = int(((finite >= lo) & (finite < hi)).sum()) if hi else int((finite >= lo).sum())
             hist.append(f"{lo}{'' if hi == lo + 1 else (f'-{hi - 1}' if hi else '+')}: {c}")
-        hist.append(f"NaN mismatch: {int(np.isinf(dist[bad]).sum())}")
+        hist.append(f"NaN mismatch: {int(np.isinf(worst).sum())}")
         lines.append("  ULP histogram of differing elements: " + ", ".join(hist))
     else:
         lines.append("  first differing elements (index: expected -> got):")
-        for k in range(min(WORST, len(idx))):
-            i = tuple(int(v) for v in idx[k])
+        for i in idx[:WORST]:
             lines.append(f"    {list(i)}: {_fmt(expected[i])} -> {_fmt(got[i])}")
     return "\n".join(lines)
 

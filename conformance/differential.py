@@ -31,6 +31,7 @@ from interpreter.graph.lowering import lower
 from interpreter.registry import REGISTRY
 from interpreter.types import BufferType
 
+from .calls import ExecutorRaised, SuiteError, call_executor
 from .compare import Mismatch, as_numpy, compare_arrays, compare_op
 from .strategies import Case
 
@@ -154,11 +155,20 @@ def _perturb_budget(graph: Graph, nodes: Iterable[int]) -> int:
 
 
 # -- running --------------------------------------------------------------------------------
-def _run(executor: Any, graph: Graph, inputs: Sequence[np.ndarray]
+def _run(executor: Any, graph: Graph, inputs: Sequence[np.ndarray], *, reference: bool = False
          ) -> tuple[list[Any], list[np.ndarray]]:
+    """Outputs and input copies after the run. Only the executor's own exceptions become
+    ``ExecutorRaised``; the reference's (other than a refusal) are suite errors (CONF-22)."""
     copies = [np.array(a, copy=True) for a in inputs]
-    outs = list(executor.execute(graph, copies))
-    return outs, copies
+    if not reference:
+        return call_executor(executor, graph, copies), copies
+    try:
+        return list(executor.execute(graph, copies)), copies
+    except UnsupportedGraphError:
+        raise
+    except Exception as e:
+        raise SuiteError(f"the reference interpreter raised {type(e).__name__} on "
+                         f"{graph.name!r}: {e}") from e
 
 
 def _reference_env(graph: Graph, inputs: Sequence[np.ndarray]
@@ -193,7 +203,7 @@ def check_case(case: Case, executor: Any, reference: Any, *, label: str = "",
     """
     graph = case.graph
     try:
-        expected, ref_inputs = _run(reference, graph, case.inputs)
+        expected, ref_inputs = _run(reference, graph, case.inputs, reference=True)
     except UnsupportedGraphError as e:
         raise ReferenceRefused(str(e)) from e
     got_raw, got_inputs = _run(executor, graph, case.inputs)
@@ -313,10 +323,8 @@ def _local_check(graph: Graph, k: int, node: Node, inputs: Sequence[np.ndarray],
     try:
         operands_raw, _ = _run(executor, before, inputs)
         got, _ = _run(executor, after, inputs)
-    except UnsupportedGraphError:
-        raise
-    except Exception as e:
-        return Mismatch(f"{label}: the executor raised {type(e).__name__}: {e}")
+    except ExecutorRaised as e:
+        return Mismatch(f"{label}: {e.describe()}")
     operands = [np.array(as_numpy(a), copy=True) for a in operands_raw]
     for v, a in zip(node.operands, operands, strict=True):
         want = v.type.dtype.to_numpy()

@@ -148,6 +148,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if entry is None:
         return rep
     outcome = "failed" if rep.failed else "passed" if rep.passed else "skipped"
+    if rep.failed and any(k == "conformance" and isinstance(v, dict)
+                          and v.get("outcome") == "suite_error" for k, v in rep.user_properties):
+        return rep  # a suite error is never an expected failure of the executor (CONF-22)
     rep.user_properties.append((PROP, {"entry": entry.index, "outcome": outcome}))
     if rep.failed:
         rep.outcome = "skipped"

@@ -10,25 +10,39 @@ covered* (CONF-4).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
+from _pytest.outcomes import Failed
 from hypothesis import reject
 from hypothesis.errors import Unsatisfiable
 
 from interpreter.errors import UnsupportedGraphError
 
 from .artifacts import ArtifactDir
+from .calls import ExecutorRaised, quiet, suite_error_message
 from .differential import ReferenceRefused, Verdict, check_case
 from .minimize import budget_from, minimize_stored
 from .outcomes import not_covered, record, refused
 from .strategies import Case
 
-__all__ = ["ExecutorError", "Harness"]
+__all__ = ["ExecutorError", "Harness", "SuiteFailure"]
 
 
-class ExecutorError(AssertionError):
-    """The executor raised something other than ``UnsupportedGraphError``."""
+class ExecutorError(Failed):
+    """The executor raised something other than ``UnsupportedGraphError``; the message holds
+    the executor's traceback (shown without the suite's frames)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, pytrace=False)
+
+
+class SuiteFailure(Failed):
+    """The suite's own code raised (CONF-22): the message starts with ``SUITE ERROR:`` and
+    holds the full traceback."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, pytrace=False)
 
 
 class Harness:
@@ -53,9 +67,14 @@ class Harness:
 
     def check(self, case: Case) -> Verdict:
         """Judge one case; raises AssertionError (with the repro path) on a failure and
-        rejects the example (``hypothesis.reject``) when either side refuses it."""
-        where = self.artifacts.write_case(case.graph, case.inputs)
+        rejects the example (``hypothesis.reject``) when either side refuses it.
+
+        Only the executor's own exceptions (:class:`ExecutorRaised`) are blamed on it; any
+        other exception of the suite's code (comparison, artifacts, reference, local checks)
+        is a *suite error* (CONF-22)."""
+        where = None
         try:
+            where = self.artifacts.write_case(case.graph, case.inputs)
             verdict = check_case(case, self.executor, self.reference, label=self.label)
         except ReferenceRefused:
             self.reference_refusals += 1
@@ -64,18 +83,22 @@ class Harness:
             self.refusals += 1
             self.refusal_reason = str(e).splitlines()[0] if str(e) else type(e).__name__
             reject()
+        except ExecutorRaised as e:
+            repro = f"repro: python {where / 'repro.py'}" if where else ""
+            message = f"{self.label}: {e.describe()}\n{repro}"
+            self._write_failure(message)
+            raise ExecutorError(message) from None
         except Exception as e:
-            message = (f"{self.label}: the executor raised {type(e).__name__}: {e}\n"
-                       f"repro: python {where / 'repro.py'}")
-            self.artifacts.write_results({}, {}, message)
-            raise ExecutorError(message) from e
+            self._suite_error(e, where)
         self.examples += 1
         if verdict.locally_checked:
             self.locally_checked += 1
-        if not verdict.ok:
+        if verdict.ok:
+            return verdict
+        try:
             case, verdict, extra = minimize_stored(  # CONF-19
                 case, verdict, self.executor, self.reference, self.artifacts,
-                label=self.label, budget=budget_from(self.request.config))
+                label=self.label, budget=budget_from(getattr(self.request, "config", None)))
             self.artifacts.write_results(verdict.expected, verdict.actual, verdict.message)
             if verdict.divergence is not None and len(case.graph.nodes) > 1:
                 sub = self.artifacts.write_case(verdict.divergence.graph, case.inputs,
@@ -84,9 +107,24 @@ class Harness:
                                                      f"#{verdict.divergence.index}")
                 (sub / "failure.txt").write_text(str(verdict.divergence) + "\n")
                 extra += f"\nrepro of the first diverging node: python {sub / 'repro.py'}"
-            pytest.fail(f"{verdict.message}\nartifacts: {where}\n"
-                        f"repro: python {where / 'repro.py'}{extra}", pytrace=False)
-        return verdict
+        except Exception as e:
+            self._suite_error(e, where, f"\n(while writing the artifacts of this failure:\n"
+                                        f"{verdict.message})")
+        pytest.fail(f"{verdict.message}\nartifacts: {where}\n"
+                    f"repro: python {where / 'repro.py'}{extra}", pytrace=False)
+
+    def _write_failure(self, message: str) -> None:
+        try:
+            self.artifacts.write_results({}, {}, message)
+        except Exception:
+            pass  # the message itself still reaches the vendor
+
+    def _suite_error(self, e: Exception, where: Any, extra: str = "") -> NoReturn:
+        message = suite_error_message(e, self.label) + extra
+        if where is not None:
+            message += f"\nthe case: {where}"
+        self._write_failure(message)
+        raise SuiteFailure(message) from None
 
     def run(self, prop: Callable[[], None]) -> None:
         """Run a ``@given`` property; no generated example at all ends as not covered.
@@ -98,7 +136,8 @@ class Harness:
             key = str(getattr(self.request.node, "nodeid", self.label)).encode()
             inner._hypothesis_internal_add_digest = key
         try:
-            prop()
+            with quiet():  # the suite's numpy warnings stay inside (CONF-24)
+                prop()
         except Unsatisfiable:
             if not self.examples and not self.refusals:
                 not_covered(f"{self.label}: no example of this cell could be generated"

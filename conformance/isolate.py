@@ -42,6 +42,7 @@ from interpreter.errors import UnsupportedGraphError
 from interpreter.graph.core import Graph
 
 from .artifacts import REPRO, save_arrays
+from .calls import SuiteError
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -116,6 +117,11 @@ def _serve(requests: Connection, conn: Connection, spec: str) -> None:
         text, inputs = request
         try:
             graph = Graph.parse(text)
+        except BaseException as e:  # the suite's own text form failed (CONF-22)
+            conn.send(("suite", type(e).__module__, type(e).__qualname__, str(e),
+                       traceback.format_exc()))
+            continue
+        try:
             outputs = [np.asarray(o) for o in executor.execute(graph, inputs)]
             conn.send(("ok", outputs, inputs))
         except BaseException as e:
@@ -230,10 +236,18 @@ class IsolatedExecutor:
         return d
 
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
-        text = graph.to_text()
-        arrays = [np.asarray(a) for a in inputs]
+        try:  # the proxy's own work: a failure here is the suite's (CONF-22)
+            text = graph.to_text()
+            arrays = [np.asarray(a) for a in inputs]
+        except Exception as e:
+            raise SuiteError(f"isolation: could not serialize graph {graph.name!r}: "
+                             f"{type(e).__name__}: {e}") from e
         with self._lock:
-            d = self._call_dir(text, arrays)
+            try:
+                d = self._call_dir(text, arrays)
+            except Exception as e:
+                raise SuiteError(f"isolation: could not write the call's repro directory: "
+                                 f"{type(e).__name__}: {e}") from e
             worker = self._start()
             try:
                 worker.send_conn.send((text, arrays))
@@ -260,6 +274,9 @@ class IsolatedExecutor:
                     f"executor {self.spec} crashed: process {how} while executing graph "
                     f"{graph.name!r}. The call's repro (written before it ran): "
                     f"{d}/repro.py") from None
+        if msg[0] == "suite":
+            raise SuiteError(f"isolation: the worker could not rebuild graph {graph.name!r} "
+                             f"({msg[1]}.{msg[2]}: {msg[3]})\n{msg[4]}")
         if msg[0] == "err":
             raise _rebuild(msg)
         shutil.rmtree(d, ignore_errors=True)

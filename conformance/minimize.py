@@ -84,8 +84,9 @@ def _simple(a: np.ndarray) -> np.ndarray:
 
 
 def budget_from(config: Any) -> Budget | None:
-    """The budget set by ``--conformance-minimize=SECONDS`` (None: 0 turns it off)."""
-    seconds = config.getoption("conformance_minimize", None)
+    """The budget set by ``--conformance-minimize=SECONDS`` (None: 0 turns it off); the
+    default budget without a pytest config."""
+    seconds = None if config is None else config.getoption("conformance_minimize", None)
     if seconds is None:
         return Budget()
     return Budget(seconds=float(seconds)) if float(seconds) > 0 else None

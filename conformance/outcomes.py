@@ -15,9 +15,12 @@ from typing import Any, NoReturn
 
 import pytest
 
-__all__ = ["NOT_COVERED", "REFUSED", "is_strict", "not_covered", "record", "refused"]
+__all__ = ["NOT_COVERED", "REFUSED", "SUITE_ERROR_OUTCOME", "is_strict", "mark_outcome",
+           "not_covered", "record", "refused"]
 
 REFUSED = "REFUSED:"
+#: ``outcome`` of a test whose failure is the suite's own exception (CONF-22)
+SUITE_ERROR_OUTCOME = "suite_error"
 NOT_COVERED = "NOT COVERED:"
 
 #: ``--conformance-strict`` of the active pytest sessions (a stack: in-process nested runs).
@@ -68,3 +71,13 @@ def record(request_or_node: Any, *, op: str | None = None, dtype: str | None = N
             props[i] = ("conformance", {**value, **meta})
             return
     props.append(("conformance", meta))
+
+
+def mark_outcome(node: Any, outcome: str) -> None:
+    """Add ``outcome`` (e.g. ``suite_error``) to the test's report metadata, keeping the rest."""
+    props = node.user_properties
+    for i, (key, value) in enumerate(props):
+        if key == "conformance":
+            props[i] = ("conformance", {**value, "outcome": outcome})
+            return
+    props.append(("conformance", {"outcome": outcome}))

@@ -23,8 +23,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from .artifacts import ArtifactDir
+from .calls import BlamedExecutor, is_suite_error, quiet, suite_error_message
 from .executors import REFERENCE_SPEC, ExecutorSpecError, ResolvedExecutor, relevant_env, resolve
-from .outcomes import pop_strict, push_strict
+from .outcomes import SUITE_ERROR_OUTCOME, mark_outcome, pop_strict, push_strict
 
 __all__ = ["PROFILES", "executor", "reference"]
 
@@ -184,7 +185,7 @@ def executor(request: pytest.FixtureRequest) -> Any:
         wrap = getattr(isolate, "wrap_executor", None)
         if wrap is not None:
             ex = wrap(request.config, ex)
-    return ex
+    return BlamedExecutor(ex)  # its exceptions are told apart from the suite's (CONF-22)
 
 
 @pytest.fixture(scope="session")
@@ -208,9 +209,41 @@ def conformance_artifacts(request: pytest.FixtureRequest) -> Iterator[ArtifactDi
         art.discard()
 
 
+def _in_suite(item: pytest.Item) -> bool:
+    return bool(item.config.stash.get(_ACTIVE, False)) and _HERE in Path(item.path).parents
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
+                             ) -> tuple[str, str, str] | None:
+    """A suite error is a failure (exit status, FAILURES section) shown as ``S`` /
+    ``SUITE ERROR`` (CONF-22)."""
+    if report.failed and any(key == "conformance" and isinstance(value, dict)
+                             and value.get("outcome") == SUITE_ERROR_OUTCOME
+                             for key, value in report.user_properties):
+        return "failed", "S", "SUITE ERROR"
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
+    """The suite's numpy warnings stay inside (CONF-24); executor calls are not silenced."""
+    if not _in_suite(pyfuncitem):
+        return (yield)
+    with quiet():
+        return (yield)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    exc = call.excinfo.value if call.excinfo is not None else None
+    suite_error = exc is not None and _in_suite(item) and is_suite_error(exc)
+    if suite_error:
+        mark_outcome(item, SUITE_ERROR_OUTCOME)  # before the report copies the properties
     rep = yield
+    if suite_error and exc is not None:  # CONF-22: its own status, message and traceback
+        text = suite_error_message(exc, item.nodeid)
+        notes = [n for n in getattr(exc, "__notes__", ()) if n not in text]
+        rep.longrepr = "\n".join([text, *notes])
     if rep.when == "call":
         item._conformance_call_report = rep  # type: ignore[attr-defined]
     return rep

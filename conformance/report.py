@@ -23,19 +23,23 @@ from typing import Any
 
 import pytest
 
-from .outcomes import NOT_COVERED, REFUSED
+from .calls import SUITE_ERROR
+from .outcomes import NOT_COVERED, REFUSED, SUITE_ERROR_OUTCOME
 
 __all__ = ["VERDICTS", "build_report", "defined_rules", "verdict_of"]
 
 #: Cell verdicts, worst first (a cell shows the worst verdict of its tests, CONF-8).
-VERDICTS = ("fail", "xfail", "refused", "pass", "skip")
+#: ``suite_error``: the suite's own code failed; nothing is known about the executor (CONF-22).
+VERDICTS = (SUITE_ERROR_OUTCOME, "fail", "xfail", "refused", "pass", "skip")
 SPEC_PROP = "conformance_spec"
 _RULE = re.compile(r"^- \*\*([A-Za-z0-9_.\-]+)\*\*", re.M)
 _RESULTS = pytest.StashKey[dict[str, dict[str, Any]]]()
 
 
 def verdict_of(report: pytest.TestReport) -> str:
-    """pass / fail / refused / xfail / skip (CONF-4)."""
+    """pass / fail / refused / xfail / skip (CONF-4), or suite_error (CONF-22)."""
+    if report.failed and _suite_error(report):
+        return SUITE_ERROR_OUTCOME
     if hasattr(report, "wasxfail"):
         return "xfail" if report.skipped else "fail"  # strict XPASS is a failure
     if report.failed:
@@ -47,6 +51,14 @@ def verdict_of(report: pytest.TestReport) -> str:
             return "refused"
         return "skip"
     return "pass"
+
+
+def _suite_error(report: pytest.TestReport) -> bool:
+    for key, value in report.user_properties:
+        if key == "conformance" and isinstance(value, dict) and (
+                value.get("outcome") == SUITE_ERROR_OUTCOME):
+            return True
+    return report.longreprtext.lstrip().startswith(SUITE_ERROR)
 
 
 def defined_rules(spec_dir: Path) -> dict[str, str]:
@@ -165,6 +177,8 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
         "tests": {k: {kk: vv for kk, vv in v.items() if kk != "duration"}
                   for k, v in sorted(results.items())},
         "matrix": matrix,
+        "suite_errors": sorted(k for k, v in results.items()
+                               if v["verdict"] == SUITE_ERROR_OUTCOME),
         "not_covered": not_covered,
         "rules": rules,
         "rules_uncovered": [r["id"] for r in rules if not r["tests"]],
@@ -173,7 +187,8 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
     }
 
 
-_COLORS = {"fail": "#e74c3c", "xfail": "#f39c12", "refused": "#8e44ad", "pass": "#27ae60",
+_COLORS = {SUITE_ERROR_OUTCOME: "#000000",
+           "fail": "#e74c3c", "xfail": "#f39c12", "refused": "#8e44ad", "pass": "#27ae60",
            "skip": "#95a5a6", "not covered": "#dddddd"}
 
 
@@ -217,6 +232,10 @@ def render_html(report: dict[str, Any]) -> str:
                     for s in report["stale_expectations"]) or "<li>none</li>"
     fails = "".join(f"<li><code>{e(k)}</code></li>" for k, v in report["tests"].items()
                     if v["verdict"] == "fail") or "<li>none</li>"
+    suite_errors = "".join(f"<li><code>{e(k)}</code></li>" for k in report["suite_errors"])
+    if suite_errors:
+        suite_errors = ("<h2>suite errors (bugs of the conformance suite, not of the "
+                        f"executor: please report them)</h2><ul>{suite_errors}</ul>")
     meta = e(json.dumps(report["meta"], indent=1))
     legend = " ".join(f'<span style="background:{c}">{e(k)}</span>'
                       for k, c in _COLORS.items())
@@ -236,6 +255,7 @@ pre {{ background: #f4f4f4; padding: .5em; }}
 <h1>eager-conformance report</h1>
 <pre>{meta}</pre>
 <p>{totals}</p>
+{suite_errors}
 <h2>fails</h2><ul>{fails}</ul>
 <h2>op &times; dtype &times; shape class</h2>
 <p>legend: {legend}; shape classes: sc=scalar, em=empty, br=broadcast, ge=general</p>
@@ -253,6 +273,22 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     path = config.getoption("conformance_report", None)
     if not path or hasattr(config, "workerinput"):
         return  # only the controller (or a serial run) writes (CONF-10)
+    try:
+        _write_report(session, config, Path(path), exitstatus)
+    except Exception as e:  # the suite's own failure, said so (CONF-22)
+        from .calls import suite_error_message
+
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        text = suite_error_message(e, f"writing the conformance report {path}")
+        if tr is not None:
+            tr.write_line(text, red=True)
+        else:
+            print(text, file=sys.stderr)
+
+
+def _write_report(session: pytest.Session, config: pytest.Config, out: Path,
+                  exitstatus: int) -> None:
     from .expectations import stale_entries
 
     meta = {"executor": config.getoption("executor", None) or
@@ -262,7 +298,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             "exit_status": int(exitstatus)}
     report = build_report(config.stash.get(_RESULTS, {}), defined_rules(_spec_dir(config)),
                           stale_entries(config), meta)
-    out = Path(path)
     if not out.is_absolute():
         out = Path(config.invocation_params.dir) / out
     out.parent.mkdir(parents=True, exist_ok=True)

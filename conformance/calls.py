@@ -1,0 +1,146 @@
+"""Who is to blame: the executor's own calls versus the suite's code around them (CONF-22).
+
+Every call into the executor under test goes through :func:`call_executor`, which wraps
+*only* ``executor.execute(...)`` (and the iteration of its result). A refusal
+(``UnsupportedGraphError``) passes through unchanged; any other exception becomes
+:class:`ExecutorRaised`, carrying the original exception and the executor's own traceback.
+Every other exception that escapes a test is the suite's: a **suite error**
+(:func:`suite_error_message`), never an executor failure.
+
+numpy floating-point warnings of the suite's own computations are silenced at the suite's
+boundary (:func:`quiet`); :func:`call_executor` runs the executor under the error state that
+was in force outside that boundary, so the executor's own warnings still reach the vendor
+(CONF-24).
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
+from typing import Any
+
+import numpy as np
+
+from interpreter.errors import UnsupportedGraphError
+
+__all__ = [
+    "SUITE_ERROR",
+    "BlamedExecutor",
+    "ExecutorRaised",
+    "SuiteError",
+    "call_executor",
+    "executor_traceback",
+    "is_suite_error",
+    "quiet",
+    "suite_error_message",
+]
+
+SUITE_ERROR = "SUITE ERROR:"
+PLEASE_REPORT = ("this is a bug in the conformance suite, not in your executor; "
+                 "please report it (with the traceback below)")
+
+#: numpy error state outside the outermost :func:`quiet` block (None: not inside one)
+_OUTER: ContextVar[Any] = ContextVar("conformance_outer_errstate",
+                                                       default=None)
+
+
+class SuiteError(Exception):
+    """A failure of the suite's own machinery (reference, comparison, artifacts, isolation
+    worker); never the executor's fault."""
+
+
+class ExecutorRaised(Exception):
+    """The executor under test raised something other than ``UnsupportedGraphError``."""
+
+    def __init__(self, original: BaseException, tb: str) -> None:
+        super().__init__(f"{type(original).__name__}: {original}")
+        self.original = original
+        self.traceback = tb
+
+    def describe(self) -> str:
+        """``the executor raised T: msg`` followed by the executor's traceback."""
+        return (f"the executor raised {type(self.original).__name__}: {self.original}\n"
+                f"{self.traceback.rstrip()}")
+
+
+def executor_traceback(exc: BaseException, skip: int = 1) -> str:
+    """``exc``'s traceback without its first ``skip`` frames (the suite's calling frame),
+    with chained exceptions and notes (e.g. an isolated worker's traceback)."""
+    tb = exc.__traceback__
+    for _ in range(skip):
+        if tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """The suite's boundary: numpy floating-point warnings of the suite's own code are
+    ignored inside; :func:`call_executor` restores the outer state for the executor."""
+    outer = np.geterr()
+    token = _OUTER.set(outer) if _OUTER.get() is None else None
+    try:
+        with np.errstate(all="ignore"):
+            yield
+    finally:
+        if token is not None:
+            _OUTER.reset(token)
+
+
+def call_executor(executor: Any, graph: Any, inputs: Sequence[Any]) -> list[Any]:
+    """``list(executor.execute(graph, inputs))``; the executor's exceptions (other than a
+    refusal or a :class:`SuiteError` of a suite-side proxy) become :class:`ExecutorRaised`."""
+    outer = _OUTER.get()
+    state = np.errstate(**outer) if outer is not None else nullcontext()
+    try:
+        with state:
+            return list(executor.execute(graph, inputs))
+    except (UnsupportedGraphError, SuiteError, ExecutorRaised):
+        raise
+    except Exception as e:
+        raise ExecutorRaised(e, executor_traceback(e)) from e
+
+
+def is_suite_error(exc: BaseException) -> bool:
+    """Whether an exception escaping a conformance test is the suite's own fault: anything
+    but a verdict (assertion / pytest outcome), a refusal or the executor's exception."""
+    from _pytest.outcomes import OutcomeException
+
+    if isinstance(exc, SuiteError):
+        return True
+    if isinstance(exc, AssertionError | OutcomeException | ExecutorRaised
+                  | UnsupportedGraphError):
+        return str(exc).startswith(SUITE_ERROR)
+    if isinstance(exc, BaseExceptionGroup):
+        return any(is_suite_error(e) for e in exc.exceptions)
+    return isinstance(exc, Exception) and type(exc).__module__.split(".")[0] != "hypothesis"
+
+
+def suite_error_message(exc: BaseException, where: str = "") -> str:
+    """The failure message of a suite error: what happened, "please report", the full
+    traceback."""
+    if str(exc).startswith(SUITE_ERROR):
+        return str(exc)
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    at = f" in {where}" if where else ""
+    return (f"{SUITE_ERROR} the conformance suite raised {type(exc).__name__}{at}: {exc}\n"
+            f"  {PLEASE_REPORT}.\n{tb.rstrip()}")
+
+
+class BlamedExecutor:
+    """The executor under test as the tests see it: every ``execute`` goes through
+    :func:`call_executor`; other attributes are the executor's."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def execute(self, graph: Any, inputs: Sequence[Any]) -> list[Any]:
+        return call_executor(self.inner, graph, inputs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return repr(self.inner)

@@ -1,0 +1,148 @@
+"""Small executors written as a vendor would, to check the verdicts and messages the suite
+gives them (CONF-22..21): legal 1-ULP differences, a crash inside the executor's own
+nested function, a wrong rank-0 bfloat16 result, legal reduction differences (one of them
+from an executor that warns).
+
+``--executor=tests.vendor_executors:Name`` selects them (built with no arguments).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from interpreter.graph.core import Graph, Node
+
+from .broken_executors import Kernel, PatchedInterpreter
+
+__all__ = [
+    "CrashesInNestedFunction",
+    "LastBitFlipped",
+    "NoisyOneUlpReductions",
+    "OneUlpExp",
+    "OneUlpOnScalars",
+    "OneUlpReductions",
+    "ScalarBfloat16Off",
+]
+
+
+def _up(x: Any) -> Any:
+    """One ULP towards +inf (NaN, inf and the largest finite value unchanged: a finite
+    result never becomes an infinity, TOL-4)."""
+    a = np.asarray(x)
+    moved = np.nextafter(a, np.array(np.inf, a.dtype))
+    return np.where(np.isfinite(a) & np.isfinite(moved), moved, a).astype(a.dtype).reshape(a.shape)
+
+
+class OneUlpOnScalars(PatchedInterpreter):
+    """``exp`` on a rank-0 float32 operand is 1 ULP above the reference: legal (ulp(2))."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        if node.op.name != "exp" or node.results[0].type.shape != ():
+            return kernel
+        return lambda *args, **attrs: _up(kernel(*args, **attrs))
+
+
+class OneUlpExp(PatchedInterpreter):
+    """Every ``exp`` result is 1 ULP above the reference (legal; later ops may amplify it)."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        if node.op.name != "exp":
+            return kernel
+        return lambda *args, **attrs: _up(kernel(*args, **attrs))
+
+
+class CrashesInNestedFunction(PatchedInterpreter):
+    """Raises ``IndexError`` from a nested helper on any graph containing ``exp``."""
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        def lookup_exp_table(node: Node) -> int:
+            table: list[int] = []
+            return table[len(node.operands)]  # the vendor's bug
+
+        for node in graph.nodes:
+            if node.op.name == "exp":
+                lookup_exp_table(node)
+        return super().run(graph, inputs)
+
+
+class ScalarBfloat16Off(PatchedInterpreter):
+    """Adds 1 to every rank-0 bfloat16 result of ``add`` (a wrong value, exact class)."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        t = node.results[0].type if node.results else None
+        if node.op.name != "add" or t is None or t.shape != () or (
+                t.dtype.to_numpy() != np.dtype(ml_dtypes.bfloat16)):
+            return kernel
+
+        def wrong(*args: Any, **attrs: Any) -> Any:
+            out = np.asarray(kernel(*args, **attrs))
+            return (out.astype(np.float32) + 1).astype(out.dtype)
+        return wrong
+
+
+class OneUlpReductions(PatchedInterpreter):
+    """Every nonzero float result of a ``reduction``-class op is 1 ULP above the reference
+    (legal: the order of accumulation is the executor's). The suite then compares under tolerance,
+    computing bounds and unspecified masks on special values."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        if node.op.tolerance.kind != "reduction" or len(node.results) != 1 or (
+                node.results[0].type.dtype.to_numpy().kind not in "fV"):
+            return kernel
+
+        def up_unless_zero(*args: Any, **attrs: Any) -> Any:
+            out = np.asarray(kernel(*args, **attrs))
+            if any(np.asarray(a).size == 0 for a in args):
+                return out  # empty sums and products are exact: 0 and 1 (REDUCE-3, n = 0)
+            # an exclusive cumsum's first element is an empty sum too: exactly 0
+            return np.where(out == 0, out, _up(out)).astype(out.dtype)
+        return up_unless_zero
+
+
+class NoisyOneUlpReductions(OneUlpReductions):
+    """:class:`OneUlpReductions` whose ``reduce_sum`` also lets numpy warn (no ``errstate``):
+    the vendor's own warning, which must still reach the vendor's warnings summary."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        if node.op.name != "reduce_sum":
+            return kernel
+
+        def noisy(*args: Any, **attrs: Any) -> Any:
+            with np.errstate(divide="warn"):
+                np.float32(1.0) / np.float32(0.0)  # warns: divide by zero
+            return kernel(*args, **attrs)
+        return noisy
+
+
+def _flip(x: Any) -> Any:
+    """The lowest bit of every element flipped (bool: negated); any dtype and rank."""
+    a = np.array(x, copy=True)
+    if a.dtype == np.bool_:
+        return ~a
+    bits = a.view(f"u{a.dtype.itemsize}").reshape(a.shape)
+    return (bits ^ np.array(1, bits.dtype)).view(a.dtype).reshape(a.shape)
+
+
+class LastBitFlipped(PatchedInterpreter):
+    """Every result of every op has its lowest bit flipped: wrong everywhere, in every value
+    kind (rank 0, empty, size 1, bool, bfloat16, float8, several results)."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        if node.op.side_effect or not node.results:
+            return kernel
+
+        def wrong(*args: Any, **attrs: Any) -> Any:
+            out = kernel(*args, **attrs)
+            if isinstance(out, tuple | list):
+                return type(out)(_flip(o) for o in out)
+            return _flip(out)
+        return wrong
