@@ -21,13 +21,13 @@ import numpy as np
 
 from .dtype import DType
 from .errors import ExecutorResultError, RealizationError
-from .executor import PreferInterpreterExecutor, SetterContext, build_executor, default_executor
 from .graph import ops
 from .graph.core import _CURRENT as _GRAPH
 from .graph.core import BufferValue, Graph, TensorValue, Value
 from .graph.lowering import lower
 from .graph.ops._staging import constant as _stage_constant
 from .graph.passes import dead_code_elimination, remove_unused_inputs
+from .selection import PreferInterpreterExecutor, SetterContext, build_executor, default_executor
 from .tensor import _CONTEXT, RealizationState, Tensor, current_realization_context
 from .types import BufferType, DeviceRef, TensorType
 
@@ -117,7 +117,7 @@ class EagerRealizationContext(_Staging):
         if use_interpreter is not None:
             warnings.warn("EagerRealizationContext(use_interpreter=...) is deprecated; pass "
                           "executor=InterpreterExecutor() (or another executor) or use "
-                          "interpreter.executor.set_default_executor(...) [SEL-2]",
+                          "interpreter.selection.set_default_executor(...) [SEL-2]",
                           DeprecationWarning, stacklevel=2)
         if executor is not None:
             self._executor = executor

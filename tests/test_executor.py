@@ -205,3 +205,32 @@ def test_no_floating_point_warnings(recwarn: pytest.WarningsRecorder) -> None:
     x = np.array([0.0, -1.0, np.inf], np.float32)
     out = run(lambda x: ops.log(x) / x, x)
     assert np.isnan(out[1]) and len(recwarn) == 0
+
+
+@pytest.mark.spec("EXEC-2")
+def test_refusal_and_can_execute_never_change_the_graph() -> None:
+    """The threshold counts lowered ops, but asking must not lower (or otherwise edit)."""
+    with Graph("mixed", [TensorType(F32, (3,)), TensorType(DType.float16, (1,))]) as g:
+        x, i = g.inputs
+        g.output(ops.add(x, i))  # needs a cast and a broadcast_to once lowered
+    assert g.needs_lowering and [n.name for n in g.nodes] == ["add"]
+    assert InterpreterExecutor(max_ops=2).refusal(g) == (
+        "its 3 ops require compilation: over the op-count threshold 2")
+    assert InterpreterExecutor(max_ops=3).can_execute(g)
+    assert g.needs_lowering and [n.name for n in g.nodes] == ["add"]
+    out = InterpreterExecutor(max_ops=3).execute(
+        g, [np.ones(3, np.float32), np.array([2], np.float16)])
+    assert_same(out[0], np.full(3, 3, np.float32))
+
+
+@pytest.mark.spec("EXEC-2")
+def test_refusal_messages_name_the_real_reason() -> None:
+    with Graph("gpu", [TensorType(F32, (2,), DeviceRef.GPU(0))]) as g:
+        g.output(g.inputs[0] + g.inputs[0])
+    with pytest.raises(UnsupportedGraphError) as info:
+        InterpreterExecutor().execute(g, [np.zeros(2, np.float32)])
+    assert str(info.value) == ("InterpreterExecutor: graph 'gpu' refused: input on gpu:0 "
+                               "(the interpreter serves CPU devices only) [EXEC-2]")
+    ex = InterpreterExecutor()
+    ex.compilation_required = frozenset({"exp"})
+    assert ex.refusal(five_op_graph()) == "op 'exp' requires compilation"

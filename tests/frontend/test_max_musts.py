@@ -13,17 +13,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-import interpreter.executor as executor_mod
 import interpreter.functional as F
+import interpreter.selection as selection
 from interpreter import realization_context as rc
 from interpreter.dtype import DType
 from interpreter.errors import UnsupportedGraphError
-from interpreter.executor import InterpreterExecutor, build_executor
+from interpreter.executor import InterpreterExecutor
 from interpreter.graph import Graph, lower, ops
 from interpreter.graph.ops._staging import stage1
 from interpreter.realization_context import EagerRealizationContext, LazyRealizationContext
 from interpreter.registry import EXACT, REGISTRY, OpDef, register
 from interpreter.registry.rules import elementwise
+from interpreter.selection import build_executor
 from interpreter.tensor import Tensor, realization_context
 from interpreter.testing import assert_same, build, run
 from tests.frontend.helpers import Counting, f32
@@ -71,7 +72,7 @@ def test_fallback_internal_is_not_an_executor_name(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("MAX_EAGER_EXECUTOR", "fallback-internal")
     with pytest.raises(ValueError,
                        match=r"MAX_EAGER_EXECUTOR.*'compile', 'composite', 'interpreter', 'jit'"):
-        executor_mod._read_env_executor()
+        selection.env_executor()
     with pytest.raises(ValueError, match="unknown executor name 'fallback-internal'"):
         build_executor("fallback-internal")
 
@@ -82,7 +83,7 @@ def test_fallback_internal_is_not_an_executor_name(monkeypatch: pytest.MonkeyPat
 def test_max_ops_reaches_the_composite_interpreter(monkeypatch: pytest.MonkeyPatch,
                                                    raw: str | None, expected: int) -> None:
     """MUST 30 (our part): ``MAX_INTERPRETER_MAX_OPS`` bounds the composite's interpreter."""
-    monkeypatch.setitem(executor_mod.EXECUTOR_NAMES, "composite",
+    monkeypatch.setitem(selection.EXECUTOR_NAMES, "composite",
                         "tests.frontend.test_max_musts:FakeJit")
     if raw is None:
         monkeypatch.delenv("MAX_INTERPRETER_MAX_OPS", raising=False)

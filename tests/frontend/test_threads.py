@@ -8,8 +8,8 @@ import threading
 import numpy as np
 import pytest
 
-from interpreter.executor import default_executor
 from interpreter.realization_context import EagerRealizationContext
+from interpreter.selection import default_executor
 from interpreter.tensor import Tensor, current_realization_context, realization_context
 
 
