@@ -14,8 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from interpreter.realization_context import EagerRealizationContext, LazyRealizationContext
-from interpreter.tensor import Tensor, realization_context
+from interpreter.experimental.realization_context import (
+    EagerRealizationContext,
+    LazyRealizationContext,
+)
+from interpreter.experimental.tensor import Tensor, realization_context
 
 N_STAGED = 1000
 

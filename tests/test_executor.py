@@ -159,7 +159,7 @@ def raising_op() -> Iterator[OpDef]:
 
 @pytest.mark.spec("EXEC-9")
 def test_runtime_errors_propagate_unchanged(raising_op: OpDef) -> None:
-    from interpreter.graph.ops._staging import stage1
+    from interpreter.graph.ops.staging import stage1
 
     g = build(lambda x: stage1("test_raising", (x,)), np.zeros(2, np.float32))
     with pytest.raises(ZeroDivisionError, match="kernel exploded"):
@@ -168,7 +168,7 @@ def test_runtime_errors_propagate_unchanged(raising_op: OpDef) -> None:
 
 @pytest.mark.spec("EXEC-2")
 def test_unregistered_op_is_refused(raising_op: OpDef) -> None:
-    from interpreter.graph.ops._staging import stage1
+    from interpreter.graph.ops.staging import stage1
 
     g = build(lambda x: stage1("test_raising", (x,)), np.zeros(2, np.float32))
     del REGISTRY["test_raising"]

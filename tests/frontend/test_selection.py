@@ -16,7 +16,8 @@ import interpreter.selection as selection
 from interpreter.dtype import DType
 from interpreter.errors import ExecutorResultError, ExecutorUnavailableError
 from interpreter.executor import Executor, InterpreterExecutor
-from interpreter.realization_context import EagerRealizationContext
+from interpreter.experimental.realization_context import EagerRealizationContext
+from interpreter.experimental.tensor import Tensor, realization_context
 from interpreter.selection import (
     MissingExecutor,
     PreferInterpreterExecutor,
@@ -24,7 +25,6 @@ from interpreter.selection import (
     default_executor,
     set_default_executor,
 )
-from interpreter.tensor import Tensor, realization_context
 from tests.frontend.helpers import Counting, Tampering, f32
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -115,7 +115,7 @@ def test_env_is_read_when_the_default_is_first_needed_in_a_fresh_process() -> No
             "first = s.default_executor()\n"
             "os.environ['MAX_EAGER_EXECUTOR'] = 'compile'\n"
             "print(type(first).__name__, s.default_executor() is first)\n"
-            "from interpreter import random\n"
+            "from interpreter.experimental import random\n"
             "print(random.seed().item())\n")
     env = {**os.environ, "MAX_EAGER_EXECUTOR": "bogus"}
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
@@ -129,10 +129,10 @@ def test_bogus_env_breaks_no_import_only_the_default() -> None:
     conformance run against an explicit executor); the default executor names the fault."""
     env = {**os.environ, "MAX_EAGER_EXECUTOR": "bogus"}
     ok = subprocess.run([sys.executable, "-c", "import interpreter.executor, "
-                         "interpreter.selection, interpreter.realization_context"],
+                         "interpreter.selection, interpreter.experimental.realization_context"],
                         env=env, cwd=ROOT, capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
-    code = ("from interpreter.realization_context import EagerRealizationContext\n"
+    code = ("from interpreter.experimental.realization_context import EagerRealizationContext\n"
             "EagerRealizationContext()\n")
     bad = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
                          text=True)
@@ -207,7 +207,7 @@ def test_duck_typed_executor() -> None:
     (lambda out: [out[0], out[1].tolist()], r"output 1 is a list"),
 ])
 def test_result_validation(tamper: Any, pattern: str) -> None:
-    from interpreter import random
+    from interpreter.experimental import random
 
     random.set_seed(3)
     ctx = EagerRealizationContext(Tampering(tamper))

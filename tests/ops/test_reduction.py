@@ -18,7 +18,7 @@ import pytest
 from interpreter.dtype import DType
 from interpreter.errors import GraphShapeError, GraphTypeError
 from interpreter.graph import Graph, TensorType, ops
-from interpreter.graph.ops._staging import stage
+from interpreter.graph.ops.staging import stage
 from interpreter.registry import EXACT, REDUCTION, get_op
 from interpreter.sampling import RandomArgSource
 from interpreter.testing import assert_same, build, run

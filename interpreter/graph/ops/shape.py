@@ -16,8 +16,8 @@ from ...dtype import DType
 from ...errors import GraphIndexError, GraphShapeError, GraphTypeError
 from ...types import DeviceRef
 from ..core import TensorValue, Value
-from ._staging import DEFAULT_FLOAT, DEFAULT_INT, constant, graph_of, is_scalar, stage, stage1
 from .indexing import expand_index, result_shape, slice_triples
+from .staging import DEFAULT_FLOAT, DEFAULT_INT, constant, graph_of, is_scalar, stage, stage1
 
 
 def _axis(op: str, x: TensorValue, axis: Any, rank: int | None = None,
