@@ -1,32 +1,78 @@
 """The reference interpreter loop: run a lowered graph node by node with numpy kernels.
 
 Deliberately simple (EXEC-9): an environment maps each value to its array, every node calls
-its registry kernel, outputs are made fresh (EXEC-5). Debug checks live in ``debug.py``.
+its registry kernel, a value is dropped after its last use (memory stays bounded on long
+graphs, as JAX's ``eval_jaxpr``), outputs are made fresh (EXEC-5). This is the only loop:
+debug mode (``debug.py``) and the suite's bisection observe it through ``on_node``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from .graph.core import Graph, Value
+from .graph.core import Graph, Node, Value
 
-__all__ = ["evaluate", "fresh_outputs"]
+__all__ = ["OnNode", "evaluate", "fresh_outputs", "kernel_results", "node_note"]
+
+#: ``on_node(position, node, operand_arrays, result_arrays)``, called after each kernel.
+OnNode = Callable[[int, Node, list[Any], tuple[Any, ...]], None]
 
 
-def evaluate(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Execute ``graph`` (lowered, inputs validated) and return fresh output arrays."""
+def kernel_results(node: Node, out: Any) -> tuple[Any, ...]:
+    """A kernel's return value as one entry per result of ``node`` (the one place where a
+    single array, a sequence of arrays or ``None`` for no results is normalized)."""
+    if len(node.results) == 1:
+        return (out,)
+    return () if out is None else tuple(out)
+
+
+def node_note(node: Node, pos: int) -> str:
+    """The note added to a kernel's exception: which node, on what, staged where."""
+    types = ", ".join(str(v.type) for v in node.operands) or "no operands"
+    return (f"while interpreting node #{pos} {node.op.name}({types}) staged at "
+            f"{node.location_str()}")
+
+
+def _last_uses(graph: Graph) -> list[list[Value]]:
+    """Per node position, the values that no later node or output needs."""
+    keep = set(graph.outputs or ())
+    last: dict[Value, int] = {}
+    for pos, node in enumerate(graph.nodes):
+        for v in node.operands:
+            last[v] = pos
+        for v in node.results:
+            last.setdefault(v, pos)  # never used: dropped right away
+    drops: list[list[Value]] = [[] for _ in graph.nodes]
+    for v, pos in last.items():
+        if v not in keep:
+            drops[pos].append(v)
+    return drops
+
+
+def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None = None
+             ) -> list[np.ndarray]:
+    """Execute ``graph`` (lowered, inputs validated) and return fresh output arrays.
+
+    A kernel's exception propagates with its type unchanged and a note naming the node."""
     env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
+    drops = _last_uses(graph)
     with np.errstate(all="ignore"):  # IEEE results, never warnings (NUM-5)
-        for node in graph.nodes:
-            out = node.op.kernel(*[env[v] for v in node.operands], **node.attrs)
-            results = node.results
-            if len(results) == 1:
-                env[results[0]] = out
-            elif results:
-                env.update(zip(results, out, strict=True))
+        for pos, node in enumerate(graph.nodes):
+            args = [env[v] for v in node.operands]
+            try:
+                out = node.op.kernel(*args, **node.attrs)
+            except Exception as e:
+                e.add_note(node_note(node, pos))
+                raise
+            results = kernel_results(node, out)
+            if on_node is not None:
+                on_node(pos, node, args, results)
+            env.update(zip(node.results, results, strict=True))
+            for v in drops[pos]:
+                del env[v]
     return fresh_outputs([env[v] for v in graph.outputs or ()], inputs)
 
 

@@ -161,9 +161,13 @@ def raising_op() -> Iterator[OpDef]:
 def test_runtime_errors_propagate_unchanged(raising_op: OpDef) -> None:
     from interpreter.graph.ops.staging import stage1
 
-    g = build(lambda x: stage1("test_raising", (x,)), np.zeros(2, np.float32))
-    with pytest.raises(ZeroDivisionError, match="kernel exploded"):
+    g = build(lambda x: stage1("test_raising", (x + 1.0,)), np.zeros(2, np.float32))
+    with pytest.raises(ZeroDivisionError, match="kernel exploded") as info:
         InterpreterExecutor().execute(g, [np.zeros(2, np.float32)])
+    assert type(info.value) is ZeroDivisionError  # unchanged type, with a note on the node
+    (note,) = info.value.__notes__
+    assert note.startswith("while interpreting node #2 test_raising(tensor<f32[2] cpu:0>) "
+                           f"staged at {__file__}:"), note
 
 
 @pytest.mark.spec("EXEC-2")
@@ -234,3 +238,34 @@ def test_refusal_messages_name_the_real_reason() -> None:
     ex = InterpreterExecutor()
     ex.compilation_required = frozenset({"exp"})
     assert ex.refusal(five_op_graph()) == "op 'exp' requires compilation"
+
+
+@pytest.mark.spec("EXEC-9")
+def test_values_are_dropped_after_their_last_use() -> None:
+    """On a long chain only a bounded number of intermediate arrays is alive at once."""
+    import weakref
+
+    from interpreter.evaluate import evaluate
+
+    n = 200
+    with Graph("chain", [TensorType(F32, (64,))]) as g:
+        (x,) = g.inputs
+        y = x
+        for _ in range(n):
+            y = ops.exp(ops.negate(y))
+        g.output(y)
+    lower(g)
+    made: list[weakref.ref[np.ndarray]] = []
+    alive: list[int] = []
+
+    def watch(pos: int, node: object, args: list[object], outs: tuple[object, ...]) -> None:
+        alive.append(sum(r() is not None for r in made))
+        made.extend(weakref.ref(o) for o in outs if isinstance(o, np.ndarray))
+
+    x0 = np.linspace(0, 1, 64, dtype=np.float32)
+    (out,) = evaluate(g, [x0], on_node=watch)
+    assert len(made) == 2 * n and max(alive) <= 2
+    want = x0
+    for _ in range(n):
+        want = np.exp(-want)
+    np.testing.assert_allclose(out, want, rtol=1e-5)
