@@ -314,10 +314,7 @@ class _Parser:
     def raw_bytes(self, dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
         t = self.expect_kind("hex", "raw bytes as hex (0x...)")
         digits = t.text[2:]
-        n = 1
-        for d in shape:
-            n *= d
-        want = n * dtype.size_in_bytes
+        want = math.prod(shape) * dtype.size_in_bytes
         if len(digits) != 2 * want:
             raise _fail(t, f"{2 * want} hex digits ({want} bytes of {dtype.short}"
                         f"[{','.join(map(str, shape))}])", f"{len(digits)} digits")
