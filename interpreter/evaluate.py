@@ -15,18 +15,10 @@ import numpy as np
 
 from .graph.core import Graph, Node, Value
 
-__all__ = ["OnNode", "evaluate", "fresh_outputs", "kernel_results", "node_note"]
+__all__ = ["OnNode", "evaluate", "fresh_outputs", "node_note"]
 
 #: ``on_node(position, node, operand_arrays, result_arrays)``, called after each kernel.
 OnNode = Callable[[int, Node, list[Any], tuple[Any, ...]], None]
-
-
-def kernel_results(node: Node, out: Any) -> tuple[Any, ...]:
-    """A kernel's return value as one entry per result of ``node`` (the one place where a
-    single array, a sequence of arrays or ``None`` for no results is normalized)."""
-    if len(node.results) == 1:
-        return (out,)
-    return () if out is None else tuple(out)
 
 
 def node_note(node: Node, pos: int) -> str:
@@ -36,20 +28,12 @@ def node_note(node: Node, pos: int) -> str:
             f"{node.location_str()}")
 
 
-def _last_uses(graph: Graph) -> list[list[Value]]:
-    """Per node position, the values that no later node or output needs."""
-    keep = set(graph.outputs or ())
-    last: dict[Value, int] = {}
-    for pos, node in enumerate(graph.nodes):
-        for v in node.operands:
-            last[v] = pos
-        for v in node.results:
-            last.setdefault(v, pos)  # never used: dropped right away
-    drops: list[list[Value]] = [[] for _ in graph.nodes]
-    for v, pos in last.items():
-        if v not in keep:
-            drops[pos].append(v)
-    return drops
+def _last_uses(graph: Graph) -> dict[Value, int]:
+    """Value -> the position of the last node that reads it (outputs are never dropped)."""
+    last = {v: pos for pos, node in enumerate(graph.nodes) for v in node.operands}
+    for v in graph.outputs or ():
+        last.pop(v, None)
+    return last
 
 
 def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None = None
@@ -58,7 +42,7 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None 
 
     A kernel's exception propagates with its type unchanged and a note naming the node."""
     env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
-    drops = _last_uses(graph)
+    last = _last_uses(graph)
     with np.errstate(all="ignore"):  # IEEE results, never warnings (NUM-5)
         for pos, node in enumerate(graph.nodes):
             args = [env[v] for v in node.operands]
@@ -67,12 +51,21 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None 
             except Exception as e:
                 e.add_note(node_note(node, pos))
                 raise
-            results = kernel_results(node, out)
-            if on_node is not None:
-                on_node(pos, node, args, results)
-            env.update(zip(node.results, results, strict=True))
-            for v in drops[pos]:
-                del env[v]
+            # A kernel returns one array for one result, else a sequence (None for none);
+            # this is the one place that turns it into one entry per result.
+            results = node.results
+            if len(results) == 1:
+                env[results[0]] = out
+                if on_node is not None:
+                    on_node(pos, node, args, (out,))
+            else:
+                outs = () if out is None else tuple(out)
+                if on_node is not None:
+                    on_node(pos, node, args, outs)
+                env.update(zip(results, outs, strict=True))
+            for v in node.operands:
+                if last.get(v) == pos:
+                    env.pop(v, None)  # its last use: drop it (an operand may repeat)
     return fresh_outputs([env[v] for v in graph.outputs or ()], inputs)
 
 
