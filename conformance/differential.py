@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from interpreter.errors import UnsupportedGraphError
+from interpreter.evaluate import evaluate
 from interpreter.graph.core import Graph, Node, Value
 from interpreter.graph.lowering import lower
 from interpreter.registry import REGISTRY
@@ -173,21 +174,22 @@ def _run(executor: Any, graph: Graph, inputs: Sequence[np.ndarray], *, reference
 
 def _reference_env(graph: Graph, inputs: Sequence[np.ndarray]
                    ) -> tuple[dict[Value, Any], list[list[np.ndarray]]]:
-    """Every value of ``graph`` under the reference kernels, and each node's operands."""
+    """Every value of ``graph`` under the reference kernels, and each node's operands.
+
+    Runs the reference loop (``evaluate``) and records through its ``on_node`` hook. The
+    operands are recorded after the kernel; only ops without results write buffers, so the
+    operands of every node with results are as the kernel saw them."""
     env: dict[Value, Any] = {v: np.array(a, copy=True) for v, a in zip(graph.inputs, inputs,
                                                                        strict=True)}
     operands: list[list[np.ndarray]] = []
-    with np.errstate(all="ignore"):
-        for node in graph.nodes:
-            args = [env[v] for v in node.operands]
-            operands.append([np.array(a, copy=True) if isinstance(v.type, BufferType)
-                             else np.asarray(a) for a, v in zip(args, node.operands,
-                                                                strict=True)])
-            out = node.op.kernel(*args, **node.attrs)
-            if len(node.results) == 1:
-                env[node.results[0]] = out
-            elif node.results:
-                env.update(zip(node.results, out, strict=True))
+
+    def record(pos: int, node: Node, args: list[Any], results: tuple[Any, ...]) -> None:
+        operands.append([np.array(a, copy=True) if isinstance(v.type, BufferType)
+                         else np.asarray(a) for a, v in zip(args, node.operands,
+                                                            strict=True)])
+        env.update(zip(node.results, results, strict=True))
+
+    evaluate(graph, [env[v] for v in graph.inputs], on_node=record)
     return env, operands
 
 

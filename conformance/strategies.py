@@ -4,7 +4,7 @@ Read top to bottom:
 
 * ``dtypes()``, ``shapes()``, ``arrays()``: hypothesis strategies for element types, shapes
   (rank 0, empty dims, size-1 broadcast dims) and arrays with special values (NaN, +-inf,
-  +-0, subnormals, extremes, integer min/max; ``interpreter.sampling.special_values``).
+  +-0, subnormals, extremes, integer min/max; ``interpreter.testing.sampling.special_values``).
 * :class:`HypothesisArgSource`: the registry's ``ArgSource`` protocol on top of hypothesis, so
   every op's ``OpDef.sample`` draws through hypothesis (and shrinks). It can *pin* the data
   dtype (the draw a sampler marks ``data=True``, OPDT-3) and bias every shape towards a
@@ -39,7 +39,7 @@ from interpreter.graph.lowering import lower
 from interpreter.promotion import broadcast_shapes, promote_dtypes
 from interpreter.registry import REGISTRY, OpDef
 from interpreter.registry.core import OpCall
-from interpreter.sampling import RandomArgSource, special_values
+from interpreter.testing.sampling import RandomArgSource, special_values
 from interpreter.types import BufferType, DeviceRef, TensorType, ValueType
 
 __all__ = [

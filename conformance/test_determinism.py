@@ -15,7 +15,7 @@ from conformance.outcomes import refused
 from conformance.strategies import Case, case_from_call, random_graphs
 from interpreter.errors import UnsupportedGraphError
 from interpreter.registry import REGISTRY
-from interpreter.sampling import RandomArgSource
+from interpreter.testing.sampling import RandomArgSource
 
 SAMPLES_PER_OP = 3
 DETERMINISTIC_OPS = sorted(name for name, op in REGISTRY.items()

@@ -33,12 +33,15 @@ from conformance.outcomes import refused
 from interpreter.errors import UnsupportedGraphError
 
 try:
-    import interpreter.functional as F
-    from interpreter.realization_context import EagerRealizationContext, LazyRealizationContext
-    from interpreter.tensor import Tensor, realization_context
+    import interpreter.experimental.functional as F
+    from interpreter.experimental.realization_context import (
+        EagerRealizationContext,
+        LazyRealizationContext,
+    )
+    from interpreter.experimental.tensor import Tensor, realization_context
 except ImportError as e:  # the front end (issue 3) is not there yet
     pytest.skip(f"the tensor front end is not importable ({e}); front-end conformance "
-                "tests need interpreter.tensor and interpreter.realization_context",
+                "tests need the interpreter.experimental package",
                 allow_module_level=True)
 
 SHAPE = (2, 3)

@@ -22,8 +22,8 @@ from interpreter.graph import ops
 from interpreter.graph.core import BufferValue, Graph, TensorValue
 from interpreter.registry import REGISTRY, OpDef
 from interpreter.registry.core import OpCall
-from interpreter.sampling import RandomArgSource
 from interpreter.testing import Buf, build
+from interpreter.testing.sampling import RandomArgSource
 from interpreter.types import BufferType, DeviceRef, TensorType
 
 SAMPLES_PER_OP = 3

@@ -89,10 +89,10 @@ def test_front_end_seed_advances_only_on_success(executor: Any) -> None:
     """Through ``EagerRealizationContext(executor=E)``: the global seed advances by one per
     staged random op after a successful realization, and not at all when it fails."""
     try:
-        import interpreter.tensor  # noqa: F401  (the front end's import order)
-        from interpreter import random as R
-        from interpreter.realization_context import EagerRealizationContext
-        from interpreter.tensor import realization_context
+        import interpreter.experimental.tensor  # noqa: F401  (the front end's import order)
+        from interpreter.experimental import random as R
+        from interpreter.experimental.realization_context import EagerRealizationContext
+        from interpreter.experimental.tensor import realization_context
     except ImportError as e:
         pytest.skip(f"the front end's random API is not importable ({e})")
 

@@ -1,8 +1,9 @@
 """Debug mode of the reference interpreter (DEBUG-1..3).
 
-Same loop as ``evaluate.evaluate`` plus, after every op: the result must match the type the
-op declared at staging (DEBUG-1), and the first op that turns finite inputs into NaN/Inf is
-reported with its position and the user's source line (DEBUG-2).
+The loop of ``evaluate.evaluate`` with a check after every op (its ``on_node`` hook): the
+result must match the type the op declared at staging (DEBUG-1), and the first op that turns
+finite inputs into NaN/Inf is reported with its position and the user's source line
+(DEBUG-2).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 
 from .dtype import DType
 from .errors import NumericalDebugError
-from .evaluate import fresh_outputs
+from .evaluate import evaluate
 from .graph.core import Graph, Node, Value
 from .types import BufferType
 
@@ -40,28 +41,24 @@ def _check_type(node: Node, pos: int, value: Value, got: Any) -> None:
             f"op declared {want} [DEBUG-1]")
 
 
+def _check_node(pos: int, node: Node, args: list[Any], outs: tuple[Any, ...]) -> None:
+    if len(outs) != len(node.results):
+        raise NumericalDebugError(f"{_where(node, pos)}: kernel returned {len(outs)} "
+                                  f"results, the op declared {len(node.results)} [DEBUG-1]")
+    for r, o in zip(node.results, outs, strict=True):
+        _check_type(node, pos, r, o)
+    if args and all(_finite(a) for a in args):  # a NaN constant is intended
+        written = [a for a, v in zip(args, node.operands, strict=True)
+                   if isinstance(v.type, BufferType)] if node.op.side_effect else []
+        for i, o in enumerate([*outs, *written]):
+            if not _finite(o):
+                bad = int(np.sum(~np.isfinite(np.asarray(o, dtype=np.float64))))
+                shown = ", ".join(str(v.type) for v in node.operands) or "none"
+                raise NumericalDebugError(
+                    f"{_where(node, pos)}: produced {bad} non-finite value(s) in "
+                    f"result {i} from finite operands ({shown}) [DEBUG-2]")
+
+
 def evaluate_debug(graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
-    with np.errstate(all="ignore"):
-        for pos, node in enumerate(graph.nodes):
-            args = [env[v] for v in node.operands]
-            out = node.op.kernel(*args, **node.attrs)
-            outs = (out,) if len(node.results) == 1 else tuple(out or ())
-            if len(outs) != len(node.results):
-                raise NumericalDebugError(f"{_where(node, pos)}: kernel returned {len(outs)} "
-                                          f"results, the op declared {len(node.results)} "
-                                          "[DEBUG-1]")
-            for r, o in zip(node.results, outs, strict=True):
-                _check_type(node, pos, r, o)
-                env[r] = o
-            if args and all(_finite(a) for a in args):  # a NaN constant is intended
-                written = [a for a, v in zip(args, node.operands, strict=True)
-                           if isinstance(v.type, BufferType)] if node.op.side_effect else []
-                for i, o in enumerate([*outs, *written]):
-                    if not _finite(o):
-                        bad = int(np.sum(~np.isfinite(np.asarray(o, dtype=np.float64))))
-                        shown = ", ".join(str(v.type) for v in node.operands) or "none"
-                        raise NumericalDebugError(
-                            f"{_where(node, pos)}: produced {bad} non-finite value(s) in "
-                            f"result {i} from finite operands ({shown}) [DEBUG-2]")
-    return fresh_outputs([env[v] for v in graph.outputs or ()], inputs)
+    """``evaluate`` with the DEBUG-1/DEBUG-2 checks after every op."""
+    return evaluate(graph, inputs, on_node=_check_node)

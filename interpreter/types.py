@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
 from .dtype import DType
 
-__all__ = ["BufferType", "DeviceRef", "TensorType", "ValueType"]
+__all__ = ["BufferType", "DeviceRef", "ShapedType", "TensorType", "ValueType"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +50,10 @@ def _check_shape(shape: tuple[int, ...]) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class TensorType:
-    """An immutable (value-semantic) tensor: dtype, static shape, device (GRAPH-1)."""
+class ShapedType:
+    """What tensor and buffer types share: dtype, static shape (non-negative ints), device.
+
+    Types of different kinds never compare equal (``TensorType`` vs ``BufferType``)."""
 
     dtype: DType
     shape: tuple[int, ...]
@@ -67,10 +70,15 @@ class TensorType:
 
     @property
     def num_elements(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
+
+    def _dims(self) -> str:
+        return f"{self.dtype.short}[{','.join(map(str, self.shape))}] {self.device}"
+
+
+@dataclass(frozen=True, slots=True)
+class TensorType(ShapedType):
+    """An immutable (value-semantic) tensor: dtype, static shape, device (GRAPH-1)."""
 
     def as_buffer(self) -> BufferType:
         return BufferType(self.dtype, self.shape, self.device)
@@ -84,33 +92,12 @@ class TensorType:
                           device or self.device)
 
     def __str__(self) -> str:
-        dims = ",".join(map(str, self.shape))
-        return f"tensor<{self.dtype.short}[{dims}] {self.device}>"
+        return f"tensor<{self._dims()}>"
 
 
 @dataclass(frozen=True, slots=True)
-class BufferType:
+class BufferType(ShapedType):
     """A mutable buffer: stores into it are side effects visible to the caller (GRAPH-2)."""
-
-    dtype: DType
-    shape: tuple[int, ...]
-    device: DeviceRef = DeviceRef()
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.shape, tuple):
-            object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
-        _check_shape(self.shape)
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    @property
-    def num_elements(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
 
     def as_tensor(self) -> TensorType:
         return TensorType(self.dtype, self.shape, self.device)
@@ -119,8 +106,7 @@ class BufferType:
         return self
 
     def __str__(self) -> str:
-        dims = ",".join(map(str, self.shape))
-        return f"buffer<{self.dtype.short}[{dims}] {self.device}>"
+        return f"buffer<{self._dims()}>"
 
 
 ValueType = TensorType | BufferType

@@ -20,6 +20,7 @@ from interpreter.errors import UnsupportedGraphError
 from interpreter.evaluate import fresh_outputs
 from interpreter.executor import InterpreterExecutor, validate_inputs
 from interpreter.graph.core import Graph, Node, Value
+from interpreter.graph.lowering import lower
 from interpreter.types import BufferType
 
 __all__ = [
@@ -52,9 +53,10 @@ class PatchedInterpreter(InterpreterExecutor):
         super().__init__(max_ops=None)
 
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
-        why = self.refusal(graph)  # also lowers the graph
+        why = self.refusal(graph)
         if why is not None:
             raise UnsupportedGraphError(f"{type(self).__name__}: {why}")
+        lower(graph)
         validate_inputs(type(self).__name__, graph, inputs)
         return self.run(graph, list(inputs))
 

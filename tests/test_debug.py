@@ -57,7 +57,7 @@ def wrong_dtype_op() -> Iterator[OpDef]:
 
 @pytest.mark.spec("DEBUG-1")
 def test_result_type_is_checked(wrong_dtype_op: OpDef) -> None:
-    from interpreter.graph.ops._staging import stage1
+    from interpreter.graph.ops.staging import stage1
 
     g = build(lambda x: stage1("test_wrong_dtype", (x,)), np.zeros(2, np.float32))
     InterpreterExecutor().execute(g, [np.zeros(2, np.float32)])  # not checked without debug

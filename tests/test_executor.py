@@ -159,16 +159,20 @@ def raising_op() -> Iterator[OpDef]:
 
 @pytest.mark.spec("EXEC-9")
 def test_runtime_errors_propagate_unchanged(raising_op: OpDef) -> None:
-    from interpreter.graph.ops._staging import stage1
+    from interpreter.graph.ops.staging import stage1
 
-    g = build(lambda x: stage1("test_raising", (x,)), np.zeros(2, np.float32))
-    with pytest.raises(ZeroDivisionError, match="kernel exploded"):
+    g = build(lambda x: stage1("test_raising", (x + 1.0,)), np.zeros(2, np.float32))
+    with pytest.raises(ZeroDivisionError, match="kernel exploded") as info:
         InterpreterExecutor().execute(g, [np.zeros(2, np.float32)])
+    assert type(info.value) is ZeroDivisionError  # unchanged type, with a note on the node
+    (note,) = info.value.__notes__
+    assert note.startswith("while interpreting node #2 test_raising(tensor<f32[2] cpu:0>) "
+                           f"staged at {__file__}:"), note
 
 
 @pytest.mark.spec("EXEC-2")
 def test_unregistered_op_is_refused(raising_op: OpDef) -> None:
-    from interpreter.graph.ops._staging import stage1
+    from interpreter.graph.ops.staging import stage1
 
     g = build(lambda x: stage1("test_raising", (x,)), np.zeros(2, np.float32))
     del REGISTRY["test_raising"]
@@ -205,3 +209,63 @@ def test_no_floating_point_warnings(recwarn: pytest.WarningsRecorder) -> None:
     x = np.array([0.0, -1.0, np.inf], np.float32)
     out = run(lambda x: ops.log(x) / x, x)
     assert np.isnan(out[1]) and len(recwarn) == 0
+
+
+@pytest.mark.spec("EXEC-2")
+def test_refusal_and_can_execute_never_change_the_graph() -> None:
+    """The threshold counts lowered ops, but asking must not lower (or otherwise edit)."""
+    with Graph("mixed", [TensorType(F32, (3,)), TensorType(DType.float16, (1,))]) as g:
+        x, i = g.inputs
+        g.output(ops.add(x, i))  # needs a cast and a broadcast_to once lowered
+    assert g.needs_lowering and [n.name for n in g.nodes] == ["add"]
+    assert InterpreterExecutor(max_ops=2).refusal(g) == (
+        "its 3 ops require compilation: over the op-count threshold 2")
+    assert InterpreterExecutor(max_ops=3).can_execute(g)
+    assert g.needs_lowering and [n.name for n in g.nodes] == ["add"]
+    out = InterpreterExecutor(max_ops=3).execute(
+        g, [np.ones(3, np.float32), np.array([2], np.float16)])
+    assert_same(out[0], np.full(3, 3, np.float32))
+
+
+@pytest.mark.spec("EXEC-2")
+def test_refusal_messages_name_the_real_reason() -> None:
+    with Graph("gpu", [TensorType(F32, (2,), DeviceRef.GPU(0))]) as g:
+        g.output(g.inputs[0] + g.inputs[0])
+    with pytest.raises(UnsupportedGraphError) as info:
+        InterpreterExecutor().execute(g, [np.zeros(2, np.float32)])
+    assert str(info.value) == ("InterpreterExecutor: graph 'gpu' refused: input on gpu:0 "
+                               "(the interpreter serves CPU devices only) [EXEC-2]")
+    ex = InterpreterExecutor()
+    ex.compilation_required = frozenset({"exp"})
+    assert ex.refusal(five_op_graph()) == "op 'exp' requires compilation"
+
+
+@pytest.mark.spec("EXEC-9")
+def test_values_are_dropped_after_their_last_use() -> None:
+    """On a long chain only a bounded number of intermediate arrays is alive at once."""
+    import weakref
+
+    from interpreter.evaluate import evaluate
+
+    n = 200
+    with Graph("chain", [TensorType(F32, (64,))]) as g:
+        (x,) = g.inputs
+        y = x
+        for _ in range(n):
+            y = ops.exp(ops.negate(y))
+        g.output(y)
+    lower(g)
+    made: list[weakref.ref[np.ndarray]] = []
+    alive: list[int] = []
+
+    def watch(pos: int, node: object, args: list[object], outs: tuple[object, ...]) -> None:
+        alive.append(sum(r() is not None for r in made))
+        made.extend(weakref.ref(o) for o in outs if isinstance(o, np.ndarray))
+
+    x0 = np.linspace(0, 1, 64, dtype=np.float32)
+    (out,) = evaluate(g, [x0], on_node=watch)
+    assert len(made) == 2 * n and max(alive) <= 2
+    want = x0
+    for _ in range(n):
+        want = np.exp(-want)
+    np.testing.assert_allclose(out, want, rtol=1e-5)

@@ -25,8 +25,8 @@ from interpreter.graph.core import TensorValue, Value
 from interpreter.graph.text import format_attr, parse, parse_attr, structural_hash, to_text
 from interpreter.registry import EXACT, REGISTRY, OpDef, get_op
 from interpreter.registry.dtypesets import ALL
-from interpreter.sampling import RandomArgSource
 from interpreter.testing import Buf, assert_same, build
+from interpreter.testing.sampling import RandomArgSource
 
 FAST = settings(max_examples=40, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

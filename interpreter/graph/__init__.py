@@ -1,9 +1,13 @@
-"""The graph IR (MAX ``max.graph`` names): ``Graph``, types, values and ``ops``."""
+"""The graph IR (MAX ``max.graph`` names): ``Graph``, types, values and ``ops``.
+
+Importing the package installs the operators of graph values (``ops``) and the text form of
+graphs (``text``: ``Graph.to_text``, ``Graph.parse``, ``Graph.structural_hash``).
+"""
 
 from ..types import BufferType, DeviceRef, TensorType
-from . import ops
+from . import ops, text
 from .core import BufferValue, Graph, Node, TensorValue, Value
 from .lowering import lower
 
 __all__ = ["BufferType", "BufferValue", "DeviceRef", "Graph", "Node", "TensorType",
-           "TensorValue", "Value", "lower", "ops"]
+           "TensorValue", "Value", "lower", "ops", "text"]

@@ -14,16 +14,17 @@ from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GraphBuildError
-from ..registry import OpDef
+from ..registry.core import OpDef
 from ..types import BufferType, DeviceRef, TensorType, ValueType
 from .normalize import normalized_types
 
 if TYPE_CHECKING:
     from ..dtype import DType
 
-__all__ = ["BufferValue", "Graph", "Node", "TensorValue", "Value"]
+__all__ = ["CURRENT_GRAPH", "BufferValue", "Graph", "Node", "TensorValue", "Value"]
 
-_CURRENT: ContextVar[Graph | None] = ContextVar("current_graph", default=None)
+#: The graph being built by the innermost ``with Graph(...)`` of this thread/task.
+CURRENT_GRAPH: ContextVar[Graph | None] = ContextVar("current_graph", default=None)
 _INTERNAL_CODE: dict[CodeType, bool] = {}  # code object -> defined inside this package?
 
 
@@ -84,57 +85,46 @@ class TensorValue(Value):
     __slots__ = ()
     type: TensorType
 
-    def _op(self, name: str, *args: Any) -> TensorValue:
-        from . import ops
-
-        result: TensorValue = getattr(ops, name)(*args)
-        return result
-
-    def __add__(self, o: Any) -> TensorValue: return self._op("add", self, o)
-    def __radd__(self, o: Any) -> TensorValue: return self._op("add", o, self)
-    def __sub__(self, o: Any) -> TensorValue: return self._op("sub", self, o)
-    def __rsub__(self, o: Any) -> TensorValue: return self._op("sub", o, self)
-    def __mul__(self, o: Any) -> TensorValue: return self._op("mul", self, o)
-    def __rmul__(self, o: Any) -> TensorValue: return self._op("mul", o, self)
-    def __truediv__(self, o: Any) -> TensorValue: return self._op("div", self, o)
-    def __rtruediv__(self, o: Any) -> TensorValue: return self._op("div", o, self)
-    def __floordiv__(self, o: Any) -> TensorValue: return self._op("floor_div", self, o)
-    def __rfloordiv__(self, o: Any) -> TensorValue: return self._op("floor_div", o, self)
-    def __mod__(self, o: Any) -> TensorValue: return self._op("mod", self, o)
-    def __rmod__(self, o: Any) -> TensorValue: return self._op("mod", o, self)
-    def __pow__(self, o: Any) -> TensorValue: return self._op("pow", self, o)
-    def __rpow__(self, o: Any) -> TensorValue: return self._op("pow", o, self)
-    def __matmul__(self, o: Any) -> TensorValue: return self._op("matmul", self, o)
-    def __rmatmul__(self, o: Any) -> TensorValue: return self._op("matmul", o, self)
-    def __neg__(self) -> TensorValue: return self._op("negate", self)
-    def __abs__(self) -> TensorValue: return self._op("abs", self)
-    def __invert__(self) -> TensorValue: return self._op("logical_not", self)
-    def __and__(self, o: Any) -> TensorValue: return self._op("logical_and", self, o)
-    def __or__(self, o: Any) -> TensorValue: return self._op("logical_or", self, o)
-    def __xor__(self, o: Any) -> TensorValue: return self._op("logical_xor", self, o)
-    def __eq__(self, o: Any) -> TensorValue: return self._op("equal", self, o)  # type: ignore[override]
-    def __ne__(self, o: Any) -> TensorValue: return self._op("not_equal", self, o)  # type: ignore[override]
-    def __gt__(self, o: Any) -> TensorValue: return self._op("greater", self, o)
-    def __ge__(self, o: Any) -> TensorValue: return self._op("greater_equal", self, o)
-    def __lt__(self, o: Any) -> TensorValue: return self._op("less", self, o)
-    def __le__(self, o: Any) -> TensorValue: return self._op("less_equal", self, o)
-    def __getitem__(self, index: Any) -> TensorValue: return self._op("getitem", self, index)
+    if TYPE_CHECKING:  # installed by interpreter.graph.ops (see ops/methods.py)
+        def __add__(self, o: Any) -> TensorValue: ...
+        def __radd__(self, o: Any) -> TensorValue: ...
+        def __sub__(self, o: Any) -> TensorValue: ...
+        def __rsub__(self, o: Any) -> TensorValue: ...
+        def __mul__(self, o: Any) -> TensorValue: ...
+        def __rmul__(self, o: Any) -> TensorValue: ...
+        def __truediv__(self, o: Any) -> TensorValue: ...
+        def __rtruediv__(self, o: Any) -> TensorValue: ...
+        def __floordiv__(self, o: Any) -> TensorValue: ...
+        def __rfloordiv__(self, o: Any) -> TensorValue: ...
+        def __mod__(self, o: Any) -> TensorValue: ...
+        def __rmod__(self, o: Any) -> TensorValue: ...
+        def __pow__(self, o: Any) -> TensorValue: ...
+        def __rpow__(self, o: Any) -> TensorValue: ...
+        def __matmul__(self, o: Any) -> TensorValue: ...
+        def __rmatmul__(self, o: Any) -> TensorValue: ...
+        def __neg__(self) -> TensorValue: ...
+        def __abs__(self) -> TensorValue: ...
+        def __invert__(self) -> TensorValue: ...
+        def __and__(self, o: Any) -> TensorValue: ...
+        def __or__(self, o: Any) -> TensorValue: ...
+        def __xor__(self, o: Any) -> TensorValue: ...
+        def __eq__(self, o: Any) -> TensorValue: ...  # type: ignore[override]
+        def __ne__(self, o: Any) -> TensorValue: ...  # type: ignore[override]
+        def __gt__(self, o: Any) -> TensorValue: ...
+        def __ge__(self, o: Any) -> TensorValue: ...
+        def __lt__(self, o: Any) -> TensorValue: ...
+        def __le__(self, o: Any) -> TensorValue: ...
+        def __getitem__(self, index: Any) -> TensorValue: ...
+        @property
+        def T(self) -> TensorValue: ...
+        def reshape(self, shape: Sequence[int]) -> TensorValue: ...
+        def cast(self, dtype: DType) -> TensorValue: ...
 
     __hash__ = Value.__hash__
 
     def __bool__(self) -> bool:
         raise TypeError("the truth value of a graph value is unknown while staging "
                         "(`==` on values stages ops.equal; compare with `is` instead)")
-
-    @property
-    def T(self) -> TensorValue:
-        return self._op("transpose", self, -1, -2)
-
-    def reshape(self, shape: Sequence[int]) -> TensorValue:
-        return self._op("reshape", self, shape)
-
-    def cast(self, dtype: DType) -> TensorValue:
-        return self._op("cast", self, dtype)
 
 
 class BufferValue(Value):
@@ -143,11 +133,8 @@ class BufferValue(Value):
     __slots__ = ()
     type: BufferType
 
-    def __getitem__(self, index: Any) -> TensorValue:
-        from . import ops
-
-        loaded: TensorValue = ops.buffer_load(self)
-        return loaded if index is Ellipsis else loaded[index]
+    if TYPE_CHECKING:  # installed by interpreter.graph.ops: ``buffer_load`` then index
+        def __getitem__(self, index: Any) -> TensorValue: ...
 
 
 class Node:
@@ -178,7 +165,7 @@ class _GraphMeta(type):
     @property
     def current(cls) -> Graph:
         """The graph being built by the innermost ``with Graph(...)`` (MAX: ``Graph.current``)."""
-        g = _CURRENT.get()
+        g = CURRENT_GRAPH.get()
         if g is None:
             raise GraphBuildError("no current graph: stage ops inside `with Graph(...):` or "
                                   "pass graph values as operands")
@@ -200,11 +187,11 @@ class Graph(metaclass=_GraphMeta):
 
     # -- building --------------------------------------------------------------------
     def __enter__(self) -> Graph:
-        self._tokens.append(_CURRENT.set(self))
+        self._tokens.append(CURRENT_GRAPH.set(self))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _CURRENT.reset(self._tokens.pop())
+        CURRENT_GRAPH.reset(self._tokens.pop())
 
     def add_input(self, type: ValueType) -> Value:
         """Append a graph input of ``type`` and return its value."""
@@ -275,22 +262,8 @@ class Graph(metaclass=_GraphMeta):
     def __repr__(self) -> str:
         return f"Graph({self.name!r}, {len(self.inputs)} inputs, {len(self.nodes)} nodes)"
 
-    # -- text form, hashing, passes (thin wrappers; logic lives in its own module) ------
-    def to_text(self) -> str:
-        from .text import to_text
-
-        return to_text(self)
-
-    @staticmethod
-    def parse(text: str) -> Graph:
-        from .text import parse
-
-        return parse(text)
-
-    def structural_hash(self) -> str:
-        from .text import structural_hash
-
-        return structural_hash(self)
-
-    def __str__(self) -> str:
-        return self.to_text()
+    if TYPE_CHECKING:  # installed by interpreter.graph.text (spec/text-form.md)
+        def to_text(self) -> str: ...
+        @staticmethod
+        def parse(text: str) -> Graph: ...
+        def structural_hash(self) -> str: ...

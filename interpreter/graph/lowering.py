@@ -15,7 +15,7 @@ from ..types import ValueType
 from .core import Graph, Node, Value
 from .normalize import normalized_types
 
-__all__ = ["lower", "normalized_types"]
+__all__ = ["lower", "lowered_node_count", "normalized_types"]
 
 
 def lower(graph: Graph) -> Graph:
@@ -47,3 +47,16 @@ def lower(graph: Graph) -> Graph:
     graph.nodes = nodes
     graph.needs_lowering = False
     return graph
+
+
+def lowered_node_count(graph: Graph) -> int:
+    """How many nodes ``lower(graph)`` would leave, without changing ``graph``."""
+    n = len(graph.nodes)
+    if graph.needs_lowering:
+        for node in graph.nodes:
+            types = [v.type for v in node.operands]
+            norm = normalized_types(node.op, types)
+            if norm is not types:
+                n += sum((a.dtype != b.dtype) + (a.shape != b.shape)
+                         for a, b in zip(types, norm, strict=True))
+    return n

@@ -34,7 +34,8 @@ from ..registry import REGISTRY
 from ..types import BufferType, DeviceRef, TensorType, ValueType
 from .core import Graph, Value
 
-__all__ = ["format_attr", "parse", "parse_attr", "structural_hash", "to_text"]
+__all__ = ["format_attr", "install_graph_methods", "parse", "parse_attr", "structural_hash",
+           "to_text"]
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 _CANONICAL_NAN = struct.unpack("<Q", struct.pack("<d", math.nan))[0]
@@ -313,10 +314,7 @@ class _Parser:
     def raw_bytes(self, dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
         t = self.expect_kind("hex", "raw bytes as hex (0x...)")
         digits = t.text[2:]
-        n = 1
-        for d in shape:
-            n *= d
-        want = n * dtype.size_in_bytes
+        want = math.prod(shape) * dtype.size_in_bytes
         if len(digits) != 2 * want:
             raise _fail(t, f"{2 * want} hex digits ({want} bytes of {dtype.short}"
                         f"[{','.join(map(str, shape))}])", f"{len(digits)} digits")
@@ -538,3 +536,19 @@ def parse_attr(text: str) -> Any:
     if p.tok.kind != "eof":
         raise _fail(p.tok, "end of input")
     return value
+
+
+def _graph_to_text(graph: Graph) -> str:
+    return to_text(graph)
+
+
+def install_graph_methods() -> None:
+    """Attach ``Graph.to_text``, ``Graph.parse``, ``Graph.structural_hash`` and ``str(graph)``
+    (declared in ``graph/core.py``; the text form lives here)."""
+    Graph.to_text = _graph_to_text  # type: ignore[method-assign,assignment]
+    Graph.__str__ = _graph_to_text  # type: ignore[method-assign,assignment]
+    Graph.parse = staticmethod(parse)  # type: ignore[method-assign]
+    Graph.structural_hash = structural_hash  # type: ignore[method-assign,assignment]
+
+
+install_graph_methods()

@@ -10,6 +10,7 @@ import numpy as np
 from ..dtype import DType
 from ..errors import GraphShapeError, GraphTypeError
 from ..types import BufferType, DeviceRef, ValueType
+from ..validators import Slices, int_tuple_problem, slice_objects, sliced_shape, slices_problem
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL
 
@@ -62,31 +63,12 @@ register(OpDef("buffer_store", "Overwrite a whole buffer with a tensor (a side e
                "buffer", ("buffer", "source"), (), _store_infer, _store, ALL, EXACT,
                side_effect=True, sample=_sample_store, result_dtypes=frozenset()))
 
-Slices = tuple[tuple[Any, Any, int], ...]
-
-
-def normalized_slices(shape: tuple[int, ...], slices: Slices) -> tuple[slice, ...]:
-    return tuple(slice(a, b, c) for a, b, c in slices)
-
-
-def sliced_shape(shape: tuple[int, ...], slices: Slices) -> tuple[int, ...]:
-    return tuple(len(range(*slice(a, b, c).indices(d))) for (a, b, c), d in zip(slices, shape,
-                                                                          strict=True))
-
-
 def check_slices(op: OpDef, types: Sequence[ValueType], shape: tuple[int, ...], slices: Any
                  ) -> Slices:
     """``slices`` is one (start, stop, step) triple per axis; start/stop may be None (SLICE-1)."""
-    if not isinstance(slices, tuple) or len(slices) != len(shape):
-        op.fail(types, "SLICE-1", f"attribute slices must be a tuple of {len(shape)} "
-                f"(start, stop, step) triples, got {slices!r}")
-    for s in slices:
-        ok = isinstance(s, tuple) and len(s) == 3 and all(
-            v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in s[:2]) \
-            and isinstance(s[2], int) and not isinstance(s[2], bool) and s[2] != 0
-        if not ok:
-            op.fail(types, "SLICE-1", f"bad slice triple {s!r}; expected (int|None, "
-                    "int|None, nonzero int)")
+    problem = slices_problem(slices, len(shape))
+    if problem is not None:
+        op.fail(types, "SLICE-1", problem)
     return slices
 
 
@@ -99,7 +81,7 @@ def _store_slice_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
 
 
 def _store_slice(buf: np.ndarray, src: np.ndarray, *, slices: Slices) -> None:
-    buf[normalized_slices(buf.shape, slices)] = src  # same dtype: a byte copy (MUT-3)
+    buf[slice_objects(slices)] = src  # same dtype: a byte copy (MUT-3)
 
 
 def _sample_triple(src: ArgSource, dim: int) -> tuple[int | None, int | None, int]:
@@ -130,11 +112,10 @@ def _create_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     if not isinstance(dtype, DType) or not isinstance(device, DeviceRef):
         op.fail(types, "buffer_create.C1", f"attributes dtype and device must be a DType and "
                 f"a DeviceRef, got {dtype!r} and {device!r}", GraphTypeError)
-    if not isinstance(shape, tuple) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        op.fail(types, "buffer_create.C1", f"attribute shape must be a tuple of ints >= 0, "
-                f"got {shape!r}")
-    return (BufferType(dtype, shape, device),)
+    problem = int_tuple_problem("shape", shape)
+    if problem is not None:
+        op.fail(types, "buffer_create.C1", problem)
+    return (BufferType(dtype, shape, device),)  # type: ignore[arg-type]
 
 
 def _create(*, dtype: DType, shape: tuple[int, ...], device: DeviceRef) -> np.ndarray:

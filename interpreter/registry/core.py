@@ -16,6 +16,7 @@ import numpy as np
 from ..dtype import DType
 from ..errors import GraphShapeError, GraphTypeError, UnknownOpError
 from ..types import BufferType, TensorType, ValueType
+from ..validators import axis_problem
 
 __all__ = [
     "EXACT",
@@ -39,7 +40,7 @@ T = TypeVar("T")
 
 class ArgSource(Protocol):
     """Where an op's ``sample`` function draws from (hypothesis in the conformance suite,
-    a seeded numpy RNG in unit tests: ``interpreter.sampling.RandomArgSource``).
+    a seeded numpy RNG in unit tests: ``interpreter.testing.sampling.RandomArgSource``).
 
     ``dtype(allowed, data=True)`` marks the draw of the op's *data dtype* (``OpDef.data_dtypes``,
     OPDT-3): a sampler makes exactly one such draw, and a conformance cell pins it.
@@ -251,9 +252,9 @@ class OpDef:
     def check_axis(self, types: Sequence[ValueType], axis: Any, rank: int,
                    rule: str = "AXIS-1") -> int:
         """Normalize ``axis`` (negative counts from the end) for a tensor of ``rank``."""
-        if not isinstance(axis, int) or isinstance(axis, bool) or not -rank <= axis < rank:
-            self.fail(types, rule, f"axis {axis!r} is out of range for rank {rank}; "
-                      f"expected an int in [{-rank}, {rank})")
+        problem = axis_problem(axis, rank)
+        if problem is not None:
+            self.fail(types, rule, problem)
         return axis % rank
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,31 +12,24 @@ from ..dtype import DType
 from ..errors import GraphTypeError
 from ..promotion import broadcast_shapes
 from ..types import ValueType
+from ..validators import int_tuple_problem, is_int, sliced_shape
+from .buffer import check_slices
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL, BOOL, INDEX
 from .rules import same_types
 
 
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
 def check_shape_attr(op: OpDef, types: Sequence[ValueType], shape: object) -> tuple[int, ...]:
-    if not isinstance(shape, tuple) or not all(_is_int(d) and d >= 0 for d in shape):
-        op.fail(types, "SHAPE-1", f"attribute shape must be a tuple of ints >= 0, got "
-                f"{shape!r}")
-    return shape
+    return _int_tuple(op, types, "SHAPE-1", "shape", shape)
 
 
 def _int_tuple(op: OpDef, types: Sequence[ValueType], rule: str, name: str, value: object,
                length: int | None = None) -> tuple[int, ...]:
     """Validate an attribute that is a tuple of ints >= 0 (of ``length`` if given)."""
-    if (not isinstance(value, tuple) or not all(_is_int(v) and v >= 0 for v in value)
-            or (length is not None and len(value) != length)):
-        n = "" if length is None else f"{length} "
-        op.fail(types, rule, f"attribute {name} must be a tuple of {n}ints >= 0, got "
-                f"{value!r}")
-    return value
+    problem = int_tuple_problem(name, value, length)
+    if problem is not None:
+        op.fail(types, rule, problem)
+    return value  # type: ignore[return-value]
 
 
 def _same_device(op: OpDef, types: Sequence[ValueType]) -> None:
@@ -79,9 +73,7 @@ def _reshape_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
                    ) -> tuple[ValueType, ...]:
     t = op.check_tensor(types, 0)
     shape = check_shape_attr(op, types, attrs.get("shape"))
-    n = 1
-    for d in shape:
-        n *= d
+    n = math.prod(shape)
     if n != t.num_elements:
         op.fail(types, "reshape.C1", f"cannot reshape {t.num_elements} elements to shape "
                 f"{list(shape)} ({n} elements)")
@@ -94,7 +86,7 @@ def _reshape(x: np.ndarray, *, shape: tuple[int, ...]) -> np.ndarray:
 
 def _reshape_sample(src: ArgSource) -> OpCall:
     dtype, shape = _data(src)
-    n = int(np.prod(shape)) if shape else 1
+    n = math.prod(shape)
     if n == 0:
         target = src.shape(min_rank=1)
         target = (0, *target[1:])
@@ -122,8 +114,6 @@ register(OpDef("reshape", "Same elements in row-major order, new shape.", "shape
 
 # -- slice ---------------------------------------------------------------------------------
 def _slice_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
-    from .buffer import check_slices, sliced_shape
-
     t = op.check_tensor(types, 0)
     slices = check_slices(op, types, t.shape, attrs.get("slices"))
     return (t.with_(shape=sliced_shape(t.shape, slices)),)
@@ -154,7 +144,7 @@ def _permute_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
                    ) -> tuple[ValueType, ...]:
     t = op.check_tensor(types, 0)
     perm = attrs.get("perm")
-    if not isinstance(perm, tuple) or not all(_is_int(p) for p in perm) \
+    if not isinstance(perm, tuple) or not all(is_int(p) for p in perm) \
             or sorted(perm) != list(range(t.rank)):
         op.fail(types, "permute.C1", f"attribute perm must be a permutation of "
                 f"range({t.rank}), got {perm!r}")
@@ -450,7 +440,7 @@ def _pad_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[Val
     t = op.check_tensor(types, 0)
     paddings = attrs.get("paddings")
     if not isinstance(paddings, tuple) or len(paddings) != t.rank or not all(
-            isinstance(p, tuple) and len(p) == 2 and all(_is_int(v) and v >= 0 for v in p)
+            isinstance(p, tuple) and len(p) == 2 and all(is_int(v) and v >= 0 for v in p)
             for p in paddings):
         op.fail(types, "pad.C1", f"attribute paddings must be {t.rank} pairs (lo, hi) of "
                 f"ints >= 0, got {paddings!r}")

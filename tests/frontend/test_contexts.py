@@ -9,23 +9,24 @@ import weakref
 import numpy as np
 import pytest
 
-import interpreter.functional as F
+import interpreter.experimental.functional as F
 from interpreter.dtype import DType
 from interpreter.errors import UnsupportedGraphError
 from interpreter.executor import InterpreterExecutor
-from interpreter.graph import BufferType, Graph, TensorType
-from interpreter.realization_context import (
+from interpreter.experimental.context import run_sync
+from interpreter.experimental.realization_context import (
     EagerRealizationContext,
     GraphRealizationContext,
     LazyRealizationContext,
     set_default_realization_context,
 )
-from interpreter.tensor import (
+from interpreter.experimental.tensor import (
     RealizationContext,
     Tensor,
     current_realization_context,
     realization_context,
 )
+from interpreter.graph import BufferType, Graph, TensorType
 from interpreter.testing import assert_same
 from tests.frontend.helpers import Counting, Failing, f32
 
@@ -136,7 +137,7 @@ def test_realize_all_inside_the_context_raises() -> None:
     with ctx, realization_context(ctx):
         y = real(f32(1)) + 1
         with pytest.raises(TypeError, match="before realization context is completed"):
-            F._run(ctx.realize_all())
+            run_sync(ctx.realize_all())
         with pytest.raises(TypeError, match="before realization context is completed"):
             asyncio.run(ctx.realize_all())
         assert not y.real
@@ -202,7 +203,7 @@ def test_dropped_tensor_is_not_computed_and_its_source_is_pruned() -> None:
     del b
     gc.collect()
     assert ref() is None
-    F._run(a.realize)
+    run_sync(a.realize)
     (g,) = ex.graphs
     assert len(g.inputs) == 2  # the seed and x; s was only used by the dropped tensor
     assert all(t is not s for t in ctx.sources.values()) or ctx.graph is not g
@@ -216,7 +217,7 @@ def test_dropped_tensor_is_not_computed_and_its_source_is_pruned() -> None:
 def test_graph_context_cannot_realize() -> None:
     ctx = GraphRealizationContext(Graph("g"))
     with pytest.raises(TypeError, match="Can't realize from a graph"):
-        F._run(ctx.realize_all())
+        run_sync(ctx.realize_all())
 
 
 @pytest.mark.spec("REAL-14", "REAL-17")
@@ -347,7 +348,7 @@ def test_explicit_interpreter_runtime_error_propagates() -> None:
 
 @pytest.mark.spec("REAL-39")
 def test_failed_execution_changes_nothing_and_can_be_retried() -> None:
-    from interpreter import random
+    from interpreter.experimental import random
 
     random.set_seed(5)
     ex = Failing(RuntimeError("boom"), times=1)
@@ -361,9 +362,9 @@ def test_failed_execution_changes_nothing_and_can_be_retried() -> None:
         r = random.uniform([2])
     assert not m.real
     with pytest.raises(RuntimeError, match="boom"):
-        F._run(y.realize)
+        run_sync(y.realize)
     assert not y.real and not r.real and not m.real and x.real
-    assert x.storage is x_arr and (m._storages or ())[0] is m_arr
+    assert x.storage is x_arr and (m.storages or ())[0] is m_arr
     assert_same(m_arr, f32(0, 0, 0))
     assert random.seed().item() == 5
     assert_same(y.to_numpy(), f32(2, 4))  # retried: realizes
@@ -406,8 +407,11 @@ def test_write_in_inner_eager_context_keeps_outer_lazy_value() -> None:
     import numpy as np
 
     from interpreter.executor import InterpreterExecutor
-    from interpreter.realization_context import EagerRealizationContext, LazyRealizationContext
-    from interpreter.tensor import Tensor, realization_context
+    from interpreter.experimental.realization_context import (
+        EagerRealizationContext,
+        LazyRealizationContext,
+    )
+    from interpreter.experimental.tensor import Tensor, realization_context
 
     ex = InterpreterExecutor()
     a = Tensor.from_dlpack(np.zeros(3, np.float32))

@@ -13,18 +13,23 @@ from typing import Any
 import numpy as np
 import pytest
 
-import interpreter.executor as executor_mod
-import interpreter.functional as F
-from interpreter import realization_context as rc
+import interpreter.experimental.functional as F
+import interpreter.selection as selection
 from interpreter.dtype import DType
 from interpreter.errors import UnsupportedGraphError
-from interpreter.executor import InterpreterExecutor, build_executor
+from interpreter.executor import InterpreterExecutor
+from interpreter.experimental import realization_context as rc
+from interpreter.experimental.context import run_sync
+from interpreter.experimental.realization_context import (
+    EagerRealizationContext,
+    LazyRealizationContext,
+)
+from interpreter.experimental.tensor import Tensor, realization_context
 from interpreter.graph import Graph, lower, ops
-from interpreter.graph.ops._staging import stage1
-from interpreter.realization_context import EagerRealizationContext, LazyRealizationContext
+from interpreter.graph.ops.staging import stage1
 from interpreter.registry import EXACT, REGISTRY, OpDef, register
 from interpreter.registry.rules import elementwise
-from interpreter.tensor import Tensor, realization_context
+from interpreter.selection import build_executor
 from interpreter.testing import assert_same, build, run
 from tests.frontend.helpers import Counting, f32
 
@@ -56,7 +61,6 @@ def raising_op() -> Iterator[OpDef]:
 @pytest.mark.spec("REAL-18", "REAL-17")
 def test_out_of_the_box_factory_builds_an_eager_context() -> None:
     """MUST 16: the initial default factory is ``EagerRealizationContext``."""
-    assert rc._factory is EagerRealizationContext
     ctx = rc.default_realization_context()
     assert type(ctx) is EagerRealizationContext
     y = Tensor.from_dlpack(f32(1, 2)) * 3  # implicit context from that factory: realized now
@@ -71,7 +75,7 @@ def test_fallback_internal_is_not_an_executor_name(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("MAX_EAGER_EXECUTOR", "fallback-internal")
     with pytest.raises(ValueError,
                        match=r"MAX_EAGER_EXECUTOR.*'compile', 'composite', 'interpreter', 'jit'"):
-        executor_mod._read_env_executor()
+        selection.env_executor()
     with pytest.raises(ValueError, match="unknown executor name 'fallback-internal'"):
         build_executor("fallback-internal")
 
@@ -82,7 +86,7 @@ def test_fallback_internal_is_not_an_executor_name(monkeypatch: pytest.MonkeyPat
 def test_max_ops_reaches_the_composite_interpreter(monkeypatch: pytest.MonkeyPatch,
                                                    raw: str | None, expected: int) -> None:
     """MUST 30 (our part): ``MAX_INTERPRETER_MAX_OPS`` bounds the composite's interpreter."""
-    monkeypatch.setitem(executor_mod.EXECUTOR_NAMES, "composite",
+    monkeypatch.setitem(selection.EXECUTOR_NAMES, "composite",
                         "tests.frontend.test_max_musts:FakeJit")
     if raw is None:
         monkeypatch.delenv("MAX_INTERPRETER_MAX_OPS", raising=False)
@@ -128,7 +132,7 @@ def test_interpreter_refusal_propagates_from_exit_and_realize_all() -> None:
     with lazy, realization_context(lazy):
         z = Tensor.from_dlpack(f32(2)) * 2
     with pytest.raises(UnsupportedGraphError, match=r"require compilation.*threshold 0"):
-        F._run(lazy.realize_all())
+        run_sync(lazy.realize_all())
     assert not z.real
 
 

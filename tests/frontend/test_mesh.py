@@ -5,12 +5,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import interpreter.functional as F
+import interpreter.experimental.functional as F
 from interpreter.dtype import DType
+from interpreter.experimental.mesh import (
+    DeviceMapping,
+    DeviceMesh,
+    Partial,
+    Replicated,
+    Sharded,
+    Unknown,
+)
+from interpreter.experimental.realization_context import EagerRealizationContext
+from interpreter.experimental.tensor import Tensor, realization_context
 from interpreter.graph import BufferValue, DeviceRef
-from interpreter.mesh import DeviceMapping, DeviceMesh, Partial, Replicated, Sharded, Unknown
-from interpreter.realization_context import EagerRealizationContext
-from interpreter.tensor import Tensor, realization_context
 from interpreter.testing import assert_same
 
 CPU0, CPU1 = DeviceRef.CPU(0), DeviceRef.CPU(1)
@@ -95,8 +102,8 @@ def test_signal_buffers() -> None:
     other = EagerRealizationContext()
     bufs2 = other.ensure_signal_buffers(gpus)
     assert bufs2 is not None
-    first = [(ctx.sources[b]._storages or ())[0] for b in bufs]
-    second = [(other.sources[b]._storages or ())[0] for b in bufs2]
+    first = [(ctx.sources[b].storages or ())[0] for b in bufs]
+    second = [(other.sources[b].storages or ())[0] for b in bufs2]
     assert all(x is y for x, y in zip(first, second, strict=True))
 
 

@@ -7,10 +7,13 @@ import gc
 import numpy as np
 import pytest
 
-from interpreter import random
 from interpreter.dtype import DType
-from interpreter.realization_context import EagerRealizationContext, LazyRealizationContext
-from interpreter.tensor import Tensor, realization_context
+from interpreter.experimental import random
+from interpreter.experimental.realization_context import (
+    EagerRealizationContext,
+    LazyRealizationContext,
+)
+from interpreter.experimental.tensor import Tensor, realization_context
 from tests.frontend.helpers import Failing
 
 

@@ -12,20 +12,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-import interpreter.executor as executor_mod
+import interpreter.selection as selection
 from interpreter.dtype import DType
 from interpreter.errors import ExecutorResultError, ExecutorUnavailableError
-from interpreter.executor import (
-    Executor,
-    InterpreterExecutor,
+from interpreter.executor import Executor, InterpreterExecutor
+from interpreter.experimental.realization_context import EagerRealizationContext
+from interpreter.experimental.tensor import Tensor, realization_context
+from interpreter.selection import (
     MissingExecutor,
     PreferInterpreterExecutor,
     build_executor,
     default_executor,
     set_default_executor,
 )
-from interpreter.realization_context import EagerRealizationContext
-from interpreter.tensor import Tensor, realization_context
 from tests.frontend.helpers import Counting, Tampering, f32
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -96,57 +95,85 @@ def test_use_interpreter_true_falls_back_to_compiling_only_on_refusal() -> None:
 @pytest.mark.spec("SEL-3")
 def test_env_executor_names(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MAX_EAGER_EXECUTOR", raising=False)
-    assert executor_mod._read_env_executor() == "composite"
+    assert selection.env_executor() == "composite"
     for raw, name in [(" JIT ", "jit"), ("interpreter", "interpreter"), ("Compile", "compile"),
                       ("composite", "composite")]:
         monkeypatch.setenv("MAX_EAGER_EXECUTOR", raw)
-        assert executor_mod._read_env_executor() == name
+        assert selection.env_executor() == name
     monkeypatch.setenv("MAX_EAGER_EXECUTOR", "bogus")
     with pytest.raises(ValueError, match=r"MAX_EAGER_EXECUTOR.*compile.*composite.*interpreter"):
-        executor_mod._read_env_executor()
+        selection.env_executor()
     assert isinstance(build_executor("interpreter"), InterpreterExecutor)
     assert build_executor("interpreter").max_ops is None
 
 
 @pytest.mark.spec("SEL-3", "REAL-30")
-def test_env_is_read_once_at_import_in_a_fresh_process() -> None:
-    code = ("import interpreter.executor as e, os\n"
+def test_env_is_read_when_the_default_is_first_needed_in_a_fresh_process() -> None:
+    code = ("import os\n"
+            "import interpreter.selection as s\n"
+            "os.environ['MAX_EAGER_EXECUTOR'] = 'interpreter'\n"
+            "first = s.default_executor()\n"
             "os.environ['MAX_EAGER_EXECUTOR'] = 'compile'\n"
-            "print(e.ENV_EXECUTOR, type(e.default_executor()).__name__)\n"
-            "from interpreter import random\n"
+            "print(type(first).__name__, s.default_executor() is first)\n"
+            "from interpreter.experimental import random\n"
             "print(random.seed().item())\n")
-    env = {**os.environ, "MAX_EAGER_EXECUTOR": "interpreter"}
+    env = {**os.environ, "MAX_EAGER_EXECUTOR": "bogus"}
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout.split()
-    assert out == ["interpreter", "InterpreterExecutor", "0"]
-    env["MAX_EAGER_EXECUTOR"] = "nope"
-    bad = subprocess.run([sys.executable, "-c", "import interpreter.executor"], env=env,
-                         cwd=ROOT, capture_output=True, text=True)
-    assert bad.returncode != 0 and "MAX_EAGER_EXECUTOR" in bad.stderr
+    assert out == ["InterpreterExecutor", "True", "0"]
+
+
+@pytest.mark.spec("SEL-3")
+def test_bogus_env_breaks_no_import_only_the_default() -> None:
+    """A bad ``MAX_EAGER_EXECUTOR`` must not break importing the executor modules (or any
+    conformance run against an explicit executor); the default executor names the fault."""
+    env = {**os.environ, "MAX_EAGER_EXECUTOR": "bogus"}
+    ok = subprocess.run([sys.executable, "-c", "import interpreter.executor, "
+                         "interpreter.selection, interpreter.experimental.realization_context"],
+                        env=env, cwd=ROOT, capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    code = ("from interpreter.experimental.realization_context import EagerRealizationContext\n"
+            "EagerRealizationContext()\n")
+    bad = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True,
+                         text=True)
+    assert bad.returncode != 0
+    last = bad.stderr.strip().splitlines()[-1]
+    assert last == ("ValueError: MAX_EAGER_EXECUTOR='bogus': expected one of ['compile', "
+                    "'composite', 'interpreter', 'jit'] [SEL-3]"), bad.stderr
+
+
+@pytest.mark.spec("SEL-3")
+def test_bogus_env_does_not_break_a_conformance_run() -> None:
+    env = {**os.environ, "MAX_EAGER_EXECUTOR": "bogus"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "conformance/test_ops.py", "-p",
+                          "no:xdist", "-q", "-x", "--hypothesis-profile=ci", "-k", "add-float32",
+                          "--executor=interpreter.executor:InterpreterExecutor"],
+                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert " passed" in run.stdout
 
 
 @pytest.mark.spec("SEL-4")
 def test_max_ops_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MAX_INTERPRETER_MAX_OPS", raising=False)
-    assert executor_mod._env_max_ops() == 1024
+    assert selection.env_max_ops() == 1024
     monkeypatch.setenv("MAX_INTERPRETER_MAX_OPS", "abc")
-    assert executor_mod._env_max_ops() == 1024
+    assert selection.env_max_ops() == 1024
     monkeypatch.setenv("MAX_INTERPRETER_MAX_OPS", " 7 ")
-    assert executor_mod._env_max_ops() == 7
+    assert selection.env_max_ops() == 7
 
 
 @pytest.mark.spec("SEL-4")
 def test_default_without_jit_is_an_unlimited_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(executor_mod.EXECUTOR_NAMES, "composite", "reference_executors.absent:X")
+    monkeypatch.setitem(selection.EXECUTOR_NAMES, "composite", "reference_executors.absent:X")
     monkeypatch.delenv("MAX_EAGER_EXECUTOR", raising=False)
-    monkeypatch.setattr(executor_mod, "ENV_EXECUTOR", "composite")
-    e = executor_mod._initial_default()
+    e = selection._initial_default()
     assert isinstance(e, InterpreterExecutor) and e.max_ops is None
 
 
 @pytest.mark.spec("SEL-5")
 def test_missing_executor_raises_naming_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(executor_mod.EXECUTOR_NAMES, "compile",
+    monkeypatch.setitem(selection.EXECUTOR_NAMES, "compile",
                         "reference_executors.absent:CompilingExecutor")
     e = build_executor("compile")
     assert isinstance(e, MissingExecutor)
@@ -180,7 +207,7 @@ def test_duck_typed_executor() -> None:
     (lambda out: [out[0], out[1].tolist()], r"output 1 is a list"),
 ])
 def test_result_validation(tamper: Any, pattern: str) -> None:
-    from interpreter import random
+    from interpreter.experimental import random
 
     random.set_seed(3)
     ctx = EagerRealizationContext(Tampering(tamper))
@@ -191,3 +218,15 @@ def test_result_validation(tamper: Any, pattern: str) -> None:
         del r
     assert not y.real and random.seed().item() == 3
     assert y.dtype is DType.float32
+
+
+@pytest.mark.spec("SEL-2")
+def test_use_interpreter_true_checks_the_graph_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    ex = PreferInterpreterExecutor()
+    calls: list[str] = []
+    real = ex.interpreter.refusal
+    monkeypatch.setattr(ex.interpreter, "refusal", lambda g: calls.append(g.name) or real(g))
+    ctx = EagerRealizationContext(ex)
+    with ctx, realization_context(ctx):
+        y = Tensor.from_dlpack(f32(1)) + 1
+    assert y.item() == 2.0 and calls == ["main"]

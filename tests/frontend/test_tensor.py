@@ -8,12 +8,15 @@ import re
 import numpy as np
 import pytest
 
-import interpreter.functional as F
+import interpreter.experimental.functional as F
 from interpreter.dtype import DType
 from interpreter.errors import EagerConformanceError
+from interpreter.experimental.realization_context import (
+    EagerRealizationContext,
+    GraphRealizationContext,
+)
+from interpreter.experimental.tensor import RealizationState, Tensor, realization_context
 from interpreter.graph import DeviceRef, Graph, TensorType
-from interpreter.realization_context import EagerRealizationContext, GraphRealizationContext
-from interpreter.tensor import RealizationState, Tensor, realization_context
 from interpreter.testing import assert_same
 from tests.frontend.helpers import Counting, f32
 

@@ -8,9 +8,9 @@ import threading
 import numpy as np
 import pytest
 
-from interpreter.executor import default_executor
-from interpreter.realization_context import EagerRealizationContext
-from interpreter.tensor import Tensor, current_realization_context, realization_context
+from interpreter.experimental.realization_context import EagerRealizationContext
+from interpreter.experimental.tensor import Tensor, current_realization_context, realization_context
+from interpreter.selection import default_executor
 
 
 @pytest.mark.spec("REAL-2")

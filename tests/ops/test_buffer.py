@@ -18,8 +18,8 @@ from interpreter.executor import InterpreterExecutor
 from interpreter.graph import BufferValue, DeviceRef, Graph, ops
 from interpreter.graph.passes import dead_code_elimination
 from interpreter.registry import get_op
-from interpreter.sampling import RandomArgSource
 from interpreter.testing import Buf, assert_same, build, run
+from interpreter.testing.sampling import RandomArgSource
 
 ALL_DTYPES = list(DType)
 #: byte patterns of special values per storage width: NaN payloads, -0.0, smallest subnormal

@@ -37,9 +37,9 @@ def test_default_label_and_dtypes(array: np.ndarray, text: str,
 
 @pytest.mark.spec("GRAPH-5")
 def test_runs_once_per_execution_in_staging_order(capsys: pytest.CaptureFixture[str]) -> None:
-    import interpreter.functional as F
-    from interpreter.realization_context import EagerRealizationContext
-    from interpreter.tensor import Tensor, realization_context
+    import interpreter.experimental.functional as F
+    from interpreter.experimental.realization_context import EagerRealizationContext
+    from interpreter.experimental.tensor import Tensor, realization_context
 
     a = Tensor.from_dlpack(np.array([1, 2], np.int64))
     with EagerRealizationContext() as ctx, realization_context(ctx):

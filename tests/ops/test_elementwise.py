@@ -18,8 +18,8 @@ from interpreter.errors import GraphShapeError, GraphTypeError
 from interpreter.graph import ops
 from interpreter.promotion import broadcast_shapes, promote_dtypes
 from interpreter.registry import REGISTRY
-from interpreter.sampling import RandomArgSource, special_values
 from interpreter.testing import Buf, assert_same, build, run
+from interpreter.testing.sampling import RandomArgSource, special_values
 
 FAMILY = ("add sub mul div floor_div mod pow max min equal not_equal greater greater_equal "
           "logical_and logical_or logical_xor logical_not negate abs exp log log1p sqrt rsqrt "

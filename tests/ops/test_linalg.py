@@ -12,7 +12,7 @@ import pytest
 from interpreter.errors import GraphShapeError, GraphTypeError
 from interpreter.graph import ops
 from interpreter.graph.lowering import lower
-from interpreter.graph.ops._staging import stage
+from interpreter.graph.ops.staging import stage
 from interpreter.testing import assert_same, build, run
 from tests.ops.test_reduction import (
     FLOATS,

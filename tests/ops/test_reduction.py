@@ -18,10 +18,10 @@ import pytest
 from interpreter.dtype import DType
 from interpreter.errors import GraphShapeError, GraphTypeError
 from interpreter.graph import Graph, TensorType, ops
-from interpreter.graph.ops._staging import stage
+from interpreter.graph.ops.staging import stage
 from interpreter.registry import EXACT, get_op
-from interpreter.sampling import RandomArgSource
 from interpreter.testing import assert_same, build, run
+from interpreter.testing.sampling import RandomArgSource
 
 # -- independent helpers --------------------------------------------------------------------
 FLOATS = [np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32),

@@ -17,8 +17,8 @@ from interpreter.errors import GraphShapeError, GraphTypeError
 from interpreter.executor import InterpreterExecutor
 from interpreter.graph import Graph, ops
 from interpreter.registry import REGISTRY, get_op
-from interpreter.sampling import RandomArgSource
 from interpreter.testing import build, run
+from interpreter.testing.sampling import RandomArgSource
 from interpreter.types import TensorType
 
 ALL_DTYPES = list(DType)

@@ -2,7 +2,8 @@
 
 These accept broadcastable/promotable operands and Python scalars (the high level); the
 lowering pass (``interpreter.graph.lowering.lower``) turns the result into primitive ops.
-Each family module lists its functions in ``__all__``; this package re-exports them all.
+Each family module lists its functions in ``__all__``; this package re-exports them all and
+installs the Python operators of graph values (``ops.methods``).
 """
 
 from . import buffer, creation, debug, devices, elementwise, linalg, random, reduction, shape
@@ -12,6 +13,7 @@ from .debug import *  # noqa: F403
 from .devices import *  # noqa: F403
 from .elementwise import *  # noqa: F403
 from .linalg import *  # noqa: F403
+from .methods import install_value_methods
 from .random import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
@@ -19,3 +21,5 @@ from .shape import *  # noqa: F403
 __all__ = sorted({*buffer.__all__, *creation.__all__, *debug.__all__, *devices.__all__,
                   *elementwise.__all__, *linalg.__all__, *random.__all__, *reduction.__all__,
                   *shape.__all__})
+
+install_value_methods()

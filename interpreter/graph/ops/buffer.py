@@ -10,8 +10,8 @@ from ...dtype import DType
 from ...errors import GraphTypeError
 from ...types import DeviceRef
 from ..core import BufferValue, TensorValue
-from ._staging import Operand, constant, is_scalar, stage, stage1, weak_dtype
 from .indexing import result_shape, slice_triples
+from .staging import Operand, constant, is_scalar, stage, stage1, weak_dtype
 
 
 def buffer_load(buffer: BufferValue) -> TensorValue:

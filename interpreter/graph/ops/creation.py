@@ -11,7 +11,7 @@ from ...errors import GraphTypeError
 from ...rounding import round_f64
 from ...types import DeviceRef
 from ..core import Graph, TensorValue
-from ._staging import stage1
+from .staging import stage1
 
 
 def constant(value: Any, dtype: DType | None = None, device: DeviceRef | None = None

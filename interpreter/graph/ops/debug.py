@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core import TensorValue
-from ._staging import stage
+from .staging import stage
 
 
 def print(value: TensorValue, label: str = "debug_tensor") -> None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from ...errors import GraphTypeError
 from ...types import DeviceRef
 from ..core import TensorValue
-from ._staging import stage, stage1
+from .staging import stage, stage1
 
 
 def transfer_to(x: TensorValue, device: DeviceRef) -> TensorValue:

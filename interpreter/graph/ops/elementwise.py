@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...dtype import DType
 from ..core import TensorValue
-from ._staging import Operand, stage1
+from .staging import Operand, stage1
 
 
 def add(lhs: Operand, rhs: Operand) -> TensorValue:

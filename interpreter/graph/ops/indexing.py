@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ...errors import GraphIndexError, GraphShapeError, GraphTypeError
+from ...validators import is_int
 
 Triple = tuple[int | None, int | None, int]
 
@@ -49,10 +48,6 @@ def canonical_triple(dim: int, start: int, stop: int, step: int) -> Triple:
     return (start, end if end >= 0 else None, step)
 
 
-def _is_int(v: object) -> bool:
-    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
-
-
 def slice_triples(op: str, shape: tuple[int, ...], index: Any
                   ) -> tuple[tuple[Triple, ...], tuple[int, ...]]:
     """Normalize a basic index into one canonical triple per axis and the region's shape.
@@ -68,7 +63,7 @@ def slice_triples(op: str, shape: tuple[int, ...], index: Any
         dim = shape[axis]
         if isinstance(item, slice):
             for v in (item.start, item.stop, item.step):
-                if v is not None and not _is_int(v):
+                if v is not None and not is_int(v, numpy_ints=True):
                     raise GraphTypeError(f"{op}: slice bounds must be ints or None, got "
                                          f"{item!r} [INDEX-4]")
             if item.step is not None and int(item.step) == 0:
@@ -76,7 +71,7 @@ def slice_triples(op: str, shape: tuple[int, ...], index: Any
             start, stop, step = slice(item.start, item.stop, item.step).indices(dim)
             triples.append(canonical_triple(dim, start, stop, step))
             region.append(len(range(start, stop, step)))
-        elif _is_int(item):
+        elif is_int(item, numpy_ints=True):
             i = int(item)
             if not -dim <= i < dim:
                 raise GraphIndexError(f"{op}: index {i} is out of bounds for axis {axis} with "

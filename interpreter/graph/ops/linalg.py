@@ -6,8 +6,8 @@ from ...errors import GraphTypeError
 from ...promotion import broadcast_shapes
 from ...registry import get_op
 from ..core import TensorValue, Value
-from ._staging import stage1
 from .shape import broadcast_to, reshape
+from .staging import stage1
 
 
 def matmul(lhs: TensorValue, rhs: TensorValue) -> TensorValue:

@@ -11,7 +11,7 @@ from ...errors import GraphTypeError
 from ...registry.dtypesets import FLOATS
 from ...rounding import round_f64
 from ..core import TensorValue
-from ._staging import stage1
+from .staging import stage1
 
 
 def _seed(op: str, seed: TensorValue | int) -> TensorValue:

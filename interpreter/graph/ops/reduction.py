@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from ...errors import GraphShapeError, GraphTypeError
 from ..core import TensorValue, Value
-from ._staging import Operand, stage, stage1
 from .elementwise import maximum, minimum
+from .staging import Operand, stage, stage1
 
 
 def sum(x: TensorValue, axis: int = -1) -> TensorValue:

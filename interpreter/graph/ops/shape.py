@@ -7,6 +7,7 @@ expressions) into the canonical attributes of the primitive ops in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,17 +16,17 @@ import numpy as np
 from ...dtype import DType
 from ...errors import GraphIndexError, GraphShapeError, GraphTypeError
 from ...types import DeviceRef
+from ...validators import axis_problem
 from ..core import TensorValue, Value
-from ._staging import DEFAULT_FLOAT, DEFAULT_INT, constant, graph_of, is_scalar, stage, stage1
 from .indexing import expand_index, result_shape, slice_triples
+from .staging import DEFAULT_FLOAT, DEFAULT_INT, constant, graph_of, is_scalar, stage, stage1
 
 
 def _axis(op: str, x: TensorValue, axis: Any, rank: int | None = None,
           rule: str = "AXIS-1") -> int:
     """``axis`` normalized to [0, rank) (negative counts from the end), else AXIS-1."""
     rank = x.rank if rank is None else rank
-    if not isinstance(axis, int | np.integer) or isinstance(axis, bool) \
-            or not -rank <= axis < rank:
+    if axis_problem(axis, rank, numpy_ints=True) is not None:
         raise GraphShapeError(f"{op}: axis {axis!r} is out of range for {x.type}; expected "
                               f"an int in [{-rank}, {rank}) [{rule}]")
     return int(axis) % rank
@@ -38,8 +39,7 @@ def _py_int(v: Any) -> Any:
 
 def _soft_axis(x: TensorValue, axis: Any) -> Any:
     """Normalize a valid axis; pass an invalid one through for the primitive to report."""
-    if isinstance(axis, int | np.integer) and not isinstance(axis, bool) \
-            and -x.rank <= axis < x.rank:
+    if axis_problem(axis, x.rank, numpy_ints=True) is None:
         return int(axis) % x.rank
     return axis
 
@@ -54,10 +54,7 @@ def reshape(x: TensorValue, shape: Sequence[int]) -> TensorValue:
     if dims.count(-1) > 1:
         raise GraphShapeError(f"reshape: at most one -1 in shape {dims} [reshape.C1]")
     if -1 in dims:
-        known = 1
-        for d in dims:
-            if d != -1:
-                known *= d
+        known = math.prod(d for d in dims if d != -1)
         n = x.type.num_elements
         if known == 0 or n % known:
             raise GraphShapeError(f"reshape: cannot infer -1 in {dims} for {x.type} "
@@ -89,9 +86,7 @@ def flatten(x: TensorValue, start_dim: int = 0, end_dim: int = -1) -> TensorValu
     if s > e:
         raise GraphShapeError(f"flatten: start_dim {start_dim} is after end_dim {end_dim} "
                               f"for {x.type} [reshape.C3]")
-    merged = 1
-    for d in x.shape[s:e + 1]:
-        merged *= d
+    merged = math.prod(x.shape[s:e + 1])
     return reshape(x, (*x.shape[:s], merged, *x.shape[e + 1:]))
 
 

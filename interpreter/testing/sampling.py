@@ -5,12 +5,13 @@ The conformance suite implements the same protocol on top of hypothesis (shrinki
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
-from .dtype import DType
+from ..dtype import DType
 
 T = TypeVar("T")
 
@@ -62,7 +63,7 @@ class RandomArgSource:
 
     def values(self, dtype: DType, shape: tuple[int, ...], kind: str = "any") -> np.ndarray:
         np_dtype = dtype.to_numpy()
-        n = int(np.prod(shape)) if shape else 1
+        n = math.prod(shape)
         if kind.startswith(("index:", "uindex:")):
             bound = int(kind.split(":")[1])
             lo = -bound if kind.startswith("index:") else 0

@@ -15,24 +15,22 @@ import warnings
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .dtype import DType
-from .errors import ExecutorResultError, RealizationError
-from .executor import PreferInterpreterExecutor, SetterContext, build_executor, default_executor
-from .graph import ops
-from .graph.core import _CURRENT as _GRAPH
-from .graph.core import BufferValue, Graph, TensorValue, Value
-from .graph.lowering import lower
-from .graph.ops._staging import constant as _stage_constant
-from .graph.passes import dead_code_elimination, remove_unused_inputs
-from .tensor import _CONTEXT, RealizationState, Tensor, current_realization_context
-from .types import BufferType, DeviceRef, TensorType
-
-if TYPE_CHECKING:
-    from .mesh import DeviceMapping, DeviceMesh
+from ..dtype import DType
+from ..errors import ExecutorResultError, RealizationError
+from ..graph import ops
+from ..graph.core import CURRENT_GRAPH, BufferValue, Graph, TensorValue, Value
+from ..graph.lowering import lower
+from ..graph.ops.staging import constant as stage_constant
+from ..graph.passes import dead_code_elimination, remove_unused_inputs
+from ..selection import PreferInterpreterExecutor, SetterContext, build_executor, default_executor
+from ..types import DeviceRef, TensorType
+from .context import CURRENT, RealizationState, current_realization_context
+from .mesh import DeviceMapping, DeviceMesh, global_shape
+from .tensor import Tensor
 
 __all__ = [
     "SIGNAL_BUFFER_BYTES",
@@ -49,7 +47,7 @@ __all__ = [
 _CPU = DeviceRef.CPU()
 _SEED_TYPE = TensorType(DType.uint64, (1,), _CPU)
 _SEED_STORAGE = np.zeros(1, np.uint64)
-_SEED = Tensor._real(_SEED_STORAGE, _SEED_TYPE)
+_SEED = Tensor.from_storage(_SEED_STORAGE, _SEED_TYPE)
 #: Serializes executions that consume random numbers with the seed write-back (REAL-33).
 _SEED_LOCK = threading.RLock()
 _ONE = np.ones(1, np.uint64)
@@ -79,26 +77,26 @@ class _Staging:
     _seed_value: TensorValue | None
     _seed_count: int
 
-    def _source_value(self, tensor: Tensor) -> Value:
+    def source_value(self, tensor: Tensor) -> Value:
         raise NotImplementedError
 
     def add_source(self, tensor: Tensor) -> RealizationState:
         """Register a realized tensor as a graph source (REAL-3, REAL-4)."""
-        if tensor._state is not None:
+        if tensor.state is not None:
             raise RealizationError("Only realized tensors may be graph sources. [REAL-3]")
         if tensor.is_distributed:
             return RealizationState(self._shard_values(tensor), self)  # type: ignore[arg-type]
-        return RealizationState((self._source_value(tensor),), self)  # type: ignore[arg-type]
+        return RealizationState((self.source_value(tensor),), self)  # type: ignore[arg-type]
 
     def _shard_values(self, tensor: Tensor) -> tuple[Value, ...]:
-        return tuple(self._source_value(s) for s in tensor.local_shards)
+        return tuple(self.source_value(s) for s in tensor.local_shards)
 
-    def _next_seed(self) -> TensorValue:
+    def next_seed(self) -> TensorValue:
         """The seed for one random op; the graph's seed advances by 1 now (REAL-31)."""
         cur = self._seed_value
         if cur is None:  # graph contexts embed the global seed as it is now
-            cur = _stage_constant(self.graph, _SEED_STORAGE.copy(), DType.uint64, _CPU)
-        one = _stage_constant(self.graph, _ONE, DType.uint64, _CPU)
+            cur = stage_constant(self.graph, _SEED_STORAGE.copy(), DType.uint64, _CPU)
+        one = stage_constant(self.graph, _ONE, DType.uint64, _CPU)
         self._seed_value = ops.add(cur, one)
         self._seed_count += 1
         return cur
@@ -117,7 +115,7 @@ class EagerRealizationContext(_Staging):
         if use_interpreter is not None:
             warnings.warn("EagerRealizationContext(use_interpreter=...) is deprecated; pass "
                           "executor=InterpreterExecutor() (or another executor) or use "
-                          "interpreter.executor.set_default_executor(...) [SEL-2]",
+                          "interpreter.selection.set_default_executor(...) [SEL-2]",
                           DeprecationWarning, stacklevel=2)
         if executor is not None:
             self._executor = executor
@@ -145,19 +143,19 @@ class EagerRealizationContext(_Staging):
         self._spent = False
         self._seed_count = 0
         self._seed_value = None
-        self._seed_value = self._source_value(_SEED)  # type: ignore[assignment]
+        self._seed_value = self.source_value(_SEED)  # type: ignore[assignment]
         _LIVE_CONTEXTS.add(self)
 
     # -- sources --------------------------------------------------------------------------
-    def _source_value(self, tensor: Tensor) -> Value:
+    def source_value(self, tensor: Tensor) -> Value:
         v = self.source_values.get(id(tensor))
         if v is None:
-            if tensor._state is not None:
+            if tensor.state is not None:
                 raise RealizationError("Only realized tensors may be graph sources. [REAL-3]")
-            if tensor._mapping is not None and tensor._mapping.mesh.num_devices > 1:
+            if tensor.is_distributed:
                 raise RealizationError("a distributed tensor is a source per shard; use "
                                        "add_source [REAL-22]")
-            v = self.graph.add_input(tensor._type)
+            v = self.graph.add_input(tensor.global_type)
             self.sources[v] = tensor
             self.source_values[id(tensor)] = v
         return v
@@ -167,14 +165,14 @@ class EagerRealizationContext(_Staging):
 
         An earlier read-only registration is upgraded: a new buffer input is added and later
         ``add_source`` calls return it; the unused read-only input is pruned at finalize."""
-        if tensor._state is not None and tensor._state.ctx is not self:
+        if tensor.state is not None and tensor.state.ctx is not self:
             raise RealizationError("Only realized tensors may be graph sources. [REAL-3]")
         v = self.source_values.get(id(tensor))
         if not isinstance(v, BufferValue):
-            if tensor._mapping is not None and tensor._mapping.mesh.num_devices > 1:
+            if tensor.is_distributed:
                 raise RealizationError("cannot mutate a distributed tensor [REAL-22]")
             _snapshot_for_readers(tensor, self)
-            v = self.graph.add_input(tensor._type.as_buffer())
+            v = self.graph.add_input(tensor.global_type.as_buffer())
             self.sources[v] = tensor
             self.source_values[id(tensor)] = v
             self._mutated.append(tensor)
@@ -185,7 +183,7 @@ class EagerRealizationContext(_Staging):
         """A new unrealized tensor for ``values``, tracked by weakref (REAL-7)."""
         if mapping is not None and mapping.mesh.num_devices == 1:
             mapping = None
-        t = Tensor._unreal(RealizationState(values, self), mapping,
+        t = Tensor.from_state(RealizationState(values, self), mapping,
                            None if mapping is None else _global_type(values, mapping))
         self.unrealized.append(weakref.ref(t))
         return t
@@ -204,9 +202,9 @@ class EagerRealizationContext(_Staging):
         arrays = _signal_arrays(tuple(gpus))
         values: list[BufferValue] = []
         for gid, arr in zip(gpus, arrays, strict=True):
-            src = Tensor._real(arr, TensorType(DType.uint8, arr.shape, DeviceRef.GPU(gid)))
+            src = Tensor.from_storage(arr, TensorType(DType.uint8, arr.shape, DeviceRef.GPU(gid)))
             state = self.add_mutable_source(src)
-            src._state = state
+            src.stage(state)
             values.append(state.values[0])  # type: ignore[arg-type]
         self.signal_buffers = values
         return values
@@ -219,7 +217,7 @@ class EagerRealizationContext(_Staging):
         May be called again (a retry after a failure): the outputs are rebuilt."""
         g = self.graph
         assert self._seed_value is not None
-        seed_t = Tensor._unreal(RealizationState((self._seed_value,), self), None, _SEED_TYPE)
+        seed_t = Tensor.from_state(RealizationState((self._seed_value,), self), None, _SEED_TYPE)
         outputs = [seed_t]
         out_values: list[Value] = [self._seed_value]
         alive = []
@@ -228,7 +226,7 @@ class EagerRealizationContext(_Staging):
             if t is None:
                 continue
             alive.append(ref)
-            st = t._state
+            st = t.state
             if st is None or st.ctx is not self:
                 continue
             outputs.append(t)
@@ -256,15 +254,15 @@ class EagerRealizationContext(_Staging):
 
     async def realize_all(self) -> list[Tensor]:
         """Finalize, execute once, validate, then realize every tracked tensor (REAL-9)."""
-        return self._realize_sync()
+        return self.realize_sync()
 
-    def _realize_sync(self, reset: bool = True) -> list[Tensor]:
-        if _CONTEXT.get(None) is self:
+    def realize_sync(self, reset: bool = True) -> list[Tensor]:
+        if CURRENT.get(None) is self:
             raise RealizationError("Can't realize tensor before realization context is "
                                    "completed. [REAL-10]")
         outputs, graph = self.finalize_graph()
         sources = self.sources
-        inputs = [sources[v]._storages[0] for v in graph.inputs]  # type: ignore[index]
+        inputs = [sources[v].storages[0] for v in graph.inputs]  # type: ignore[index]
         ex = self._executor
         if self._seed_count:
             with _SEED_LOCK:
@@ -276,16 +274,15 @@ class EagerRealizationContext(_Staging):
             _check_results(ex, graph, results)
         i = 1
         for t in outputs[1:]:
-            st = t._state
+            st = t.state
             assert st is not None
             n = len(st.values)
-            t._storages = tuple(results[i:i + n])
-            t._state = None
+            t.realize_from(results[i:i + n])
             i += n
         for t in self._mutated:
-            st = t._state
+            st = t.state
             if st is not None and st.ctx is self:
-                t._state = None  # mutated in place: real again (REAL-26)
+                t.realize_in_place()  # mutated in place: real again (REAL-26)
         self._mutated = []
         self.unrealized = []
         if reset:
@@ -298,13 +295,13 @@ class EagerRealizationContext(_Staging):
     def __enter__(self) -> EagerRealizationContext:
         if self._spent:
             self._new_graph()
-        self._graph_tokens.append(_GRAPH.set(self.graph))
+        self._graph_tokens.append(CURRENT_GRAPH.set(self.graph))
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        _GRAPH.reset(self._graph_tokens.pop())
+        CURRENT_GRAPH.reset(self._graph_tokens.pop())
         if exc_type is None:
-            self._realize_sync(reset=False)
+            self.realize_sync(reset=False)
 
 
 def _snapshot_for_readers(tensor: Tensor, writer: EagerRealizationContext) -> None:
@@ -312,7 +309,7 @@ def _snapshot_for_readers(tensor: Tensor, writer: EagerRealizationContext) -> No
     context that reads it as a source gets a private copy of its current value, so what it
     staged keeps value semantics; its later uses of ``tensor`` add a fresh source (REAL-48).
     """
-    storage = tensor._storages[0] if tensor._storages else None
+    storage = tensor.storages[0] if tensor.storages else None
     if storage is None:
         return
     for ctx in list(_LIVE_CONTEXTS):
@@ -320,7 +317,7 @@ def _snapshot_for_readers(tensor: Tensor, writer: EagerRealizationContext) -> No
             continue
         v = ctx.source_values.get(id(tensor))
         if v is not None and v.__class__ is not BufferValue and ctx.sources.get(v) is tensor:
-            ctx.sources[v] = Tensor._real(storage.copy(), tensor._type)
+            ctx.sources[v] = Tensor.from_storage(storage.copy(), tensor.global_type)
             del ctx.source_values[id(tensor)]
 
 
@@ -343,8 +340,6 @@ def _check_results(ex: Any, graph: Graph, results: Any) -> None:
 
 
 def _global_type(values: tuple[Value, ...], mapping: DeviceMapping) -> TensorType:
-    from .mesh import global_shape
-
     t0 = values[0].type
     return TensorType(t0.dtype, global_shape([v.type.shape for v in values], mapping),
                       mapping.mesh.devices[0])
@@ -356,7 +351,7 @@ class LazyRealizationContext(EagerRealizationContext):
     subgraph_cache: dict[Any, Any] | None = None
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        _GRAPH.reset(self._graph_tokens.pop())
+        CURRENT_GRAPH.reset(self._graph_tokens.pop())
 
 
 class GraphRealizationContext(_Staging):
@@ -371,13 +366,12 @@ class GraphRealizationContext(_Staging):
         self._seed_count = 0
         self._graph_tokens: list[Any] = []
 
-    def _source_value(self, tensor: Tensor) -> Value:
-        if tensor._state is not None:
+    def source_value(self, tensor: Tensor) -> Value:
+        if tensor.state is not None:
             raise RealizationError("Only realized tensors may be graph sources. [REAL-3]")
-        tensor._check_not_distributed("add_source")
-        assert tensor._storages is not None
-        t = tensor._type
-        return _stage_constant(self.graph, tensor._storages[0], t.dtype, t.device)
+        tensor.check_not_distributed("add_source")
+        t = tensor.global_type
+        return stage_constant(self.graph, tensor.buffers[0], t.dtype, t.device)
 
     def add_mutable_source(self, tensor: Tensor) -> RealizationState:
         raise RealizationError("a realized tensor cannot be mutated inside a graph context "
@@ -387,7 +381,7 @@ class GraphRealizationContext(_Staging):
                           mapping: DeviceMapping | None = None) -> Tensor:
         if mapping is not None and mapping.mesh.num_devices == 1:
             mapping = None
-        return Tensor._unreal(RealizationState(values, self), mapping,
+        return Tensor.from_state(RealizationState(values, self), mapping,
                               None if mapping is None else _global_type(values, mapping))
 
     def ensure_signal_buffers(self, mesh: DeviceMesh) -> list[BufferValue] | None:
@@ -396,15 +390,15 @@ class GraphRealizationContext(_Staging):
     async def realize_all(self) -> list[Tensor]:
         raise RealizationError("Can't realize from a graph context. [REAL-15]")
 
-    def _realize_sync(self, reset: bool = True) -> list[Tensor]:
+    def realize_sync(self, reset: bool = True) -> list[Tensor]:
         raise RealizationError("Can't realize from a graph context. [REAL-15]")
 
     def __enter__(self) -> GraphRealizationContext:
-        self._graph_tokens.append(_GRAPH.set(self.graph))
+        self._graph_tokens.append(CURRENT_GRAPH.set(self.graph))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _GRAPH.reset(self._graph_tokens.pop())
+        CURRENT_GRAPH.reset(self._graph_tokens.pop())
 
 
 # -- signal buffers ----------------------------------------------------------------------------
@@ -452,7 +446,7 @@ def set_default_realization_context(fn: Any) -> SetterContext:
 def implicit_context() -> Any:
     """The context an op uses when none is current: a graph context inside ``with Graph``,
     otherwise a new one from the default factory (REAL-17)."""
-    g = _GRAPH.get()
+    g = CURRENT_GRAPH.get()
     if g is not None:
         return GraphRealizationContext(g)
     return _factory()
@@ -467,11 +461,9 @@ def ensure_context() -> Iterator[Any]:
         return
     ctx = implicit_context()
     with ctx:
-        token = _CONTEXT.set(ctx)
+        token = CURRENT.set(ctx)
         try:
             yield ctx
         finally:
-            _CONTEXT.reset(token)
+            CURRENT.reset(token)
 
-
-_ = BufferType

@@ -10,29 +10,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .dtype import DType
-from .graph import ops
-from .graph.core import TensorValue
+from ..dtype import DType
+from ..graph import ops
+from ..graph.core import TensorValue
+from ..types import DeviceRef
+from .context import CURRENT
+from .functional import transfer_to
 from .realization_context import seed, set_seed
-from .tensor import _CONTEXT, Tensor
-from .types import DeviceRef
+from .staging import call
+from .tensor import Tensor
 
 __all__ = ["gaussian", "normal", "seed", "set_seed", "uniform"]
 
 
 def _random(kind: str, shape: Sequence[int], a: float, b: float, dtype: DType | None,
             device: Any) -> Tensor:
-    from .functional import _call, transfer_to
-
     shape = tuple(int(d) for d in shape)
     dt = dtype or DType.float32
 
-    def body() -> TensorValue:
-        s = _CONTEXT.get()._next_seed()
-        v: TensorValue = getattr(ops, kind)(s, shape, a, b, dt)
-        return v
+    op = ops.uniform if kind == "uniform" else ops.normal
 
-    t: Tensor = _call(body, (), {})
+    def body() -> TensorValue:
+        return op(CURRENT.get().next_seed(), shape, a, b, dt)
+
+    t: Tensor = call(body, (), {})
     if device is not None and device != DeviceRef.CPU():
         t = transfer_to(t, device)
     return t

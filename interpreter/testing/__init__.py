@@ -1,4 +1,4 @@
-"""Helpers for tests and spec examples: build, run and compare one-off graphs.
+"""Test support: build, run and compare one-off graphs (``sampling``: random op calls).
 
 ``run(fn, *arrays)`` stages ``fn`` on graph inputs typed after ``arrays`` (wrap an array in
 ``Buf`` to pass it as a mutable ``BufferType`` input), executes with the reference interpreter
@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import DType
-from .executor import Executor, InterpreterExecutor
-from .graph.core import Graph, Value
-from .types import DeviceRef, TensorType
+from ..dtype import DType
+from ..executor import Executor, InterpreterExecutor
+from ..graph.core import Graph, Value
+from ..types import DeviceRef, TensorType
 
 __all__ = ["Buf", "assert_same", "build", "run"]
 
@@ -55,10 +55,6 @@ def run(fn: Callable[..., Any], *args: np.ndarray | Buf, executor: Executor | No
     return outs[0] if len(outs) == 1 else outs
 
 
-def _bits(a: np.ndarray) -> np.ndarray:
-    return a.view(f"u{a.dtype.itemsize}") if a.dtype.kind in "fV" else a
-
-
 def assert_same(got: Any, expected: Any, *, msg: str = "") -> None:
     """Exact comparison: same dtype, shape and values; NaN == NaN; signed zeros differ."""
     if isinstance(expected, list | tuple):
@@ -78,5 +74,3 @@ def assert_same(got: Any, expected: Any, *, msg: str = "") -> None:
         same = g == e
     assert np.all(same), f"{msg} values differ:\n got      {g!r}\n expected {e!r}"
 
-
-_ = _bits

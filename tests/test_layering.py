@@ -1,0 +1,124 @@
+"""Layering of ``interpreter/``: every module imports alone, and no import cycle exists.
+
+An import cycle is a module that imports (directly or through others; at module level or
+inside a function) a module that imports it back. Imports under ``if TYPE_CHECKING:`` are
+annotations only and do not count. A package's ``__init__`` importing its own submodules is
+no cycle unless a submodule imports the package back by name.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "interpreter"
+
+
+def module_files() -> dict[str, tuple[Path, str]]:
+    """module name -> (file, the package its relative imports resolve against)."""
+    out: dict[str, tuple[Path, str]] = {}
+    for p in sorted(PACKAGE.rglob("*.py")):
+        parts = list(p.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+            package = ".".join(parts)
+        else:
+            package = ".".join(parts[:-1])
+        out[".".join(parts)] = (p, package)
+    return out
+
+
+MODULES = module_files()
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return ((isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+            or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+def imported_modules(name: str) -> set[str]:
+    """The modules of ``interpreter`` that ``name`` imports anywhere at run time."""
+    path, package = MODULES[name]
+    found: set[str] = set()
+
+    class Visitor(ast.NodeVisitor):
+        def visit_If(self, node: ast.If) -> None:
+            if _is_type_checking(node.test):
+                for n in node.orelse:
+                    self.visit(n)
+            else:
+                self.generic_visit(node)
+
+        def visit_Import(self, node: ast.Import) -> None:
+            found.update(a.name for a in node.names)
+
+        def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base_name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                base_name = node.module or ""
+            for a in node.names:
+                sub = f"{base_name}.{a.name}"
+                found.add(sub if sub in MODULES else base_name)
+
+    Visitor().visit(ast.parse(path.read_text(), str(path)))
+    return {m for m in found if m in MODULES and m != name}
+
+
+def test_import_graph_scanner_sees_function_level_and_relative_imports() -> None:
+    """The scanner itself: a local ``from .x import y`` inside a function counts."""
+    deps = imported_modules("interpreter.experimental.random")
+    assert "interpreter.experimental.staging" in deps
+    assert "interpreter.graph.ops" in deps
+    assert "interpreter.experimental.tensor" in deps
+
+
+def test_no_module_imports_a_module_that_imports_it_back() -> None:
+    graph = {m: imported_modules(m) for m in MODULES}
+
+    def reachable(start: str) -> dict[str, str]:
+        via: dict[str, str] = {}
+        todo = [start]
+        while todo:
+            m = todo.pop()
+            for n in graph[m]:
+                if n not in via:
+                    via[n] = m
+                    todo.append(n)
+        return via
+
+    cycles = []
+    for m in MODULES:
+        via = reachable(m)
+        if m in via:
+            path, cur = [m], via[m]
+            while cur != m:
+                path.append(cur)
+                cur = via[cur]
+            cycles.append(" <- ".join([m, *reversed(path[1:]), m]))
+    assert cycles == []
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_every_module_imports_alone_in_a_fresh_process(name: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAX_", "EAGER_"))}
+    r = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_functional_lists_every_graph_op_explicitly() -> None:
+    """``F`` has no generated namespace: each op of ``interpreter.graph.ops`` is listed."""
+    import interpreter.experimental.functional as F
+    from interpreter.graph import ops
+
+    missing = [n for n in ops.__all__ if n not in F.__all__ or not callable(getattr(F, n))]
+    assert missing == []
+    assert not hasattr(F, "__getattr__")
