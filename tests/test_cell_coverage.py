@@ -115,8 +115,9 @@ def _unmarked(src: ArgSource) -> OpCall:
 
 def _fake(name: str, sample: object) -> OpDef:
     abs_ = REGISTRY["abs"]
-    return OpDef(name, "test op", "elementwise-unary", ("x", "i"), (), lambda op, t, a: (t[0],),
-                 abs_.kernel, FLOATS, sample=sample,  # type: ignore[arg-type]
+    return OpDef(name, summary="test op", category="elementwise-unary", operands=("x", "i"),
+                 attrs=(), infer=lambda op, t, a: (t[0],), kernel=abs_.kernel, dtypes=FLOATS,
+                 sample=sample,  # type: ignore[arg-type]
                  operand_dtypes=(FLOATS, frozenset({DType.int32, DType.int64})))
 
 

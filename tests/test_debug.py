@@ -49,8 +49,10 @@ def test_debug_mode_changes_no_result(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def wrong_dtype_op() -> Iterator[OpDef]:
-    op = register(OpDef("test_wrong_dtype", "returns float64", "test", ("x",), (), elementwise,
-                        lambda x: x.astype(np.float64), frozenset(DType), EXACT))
+    op = register(OpDef("test_wrong_dtype", summary="returns float64", category="test",
+                        operands=("x",), attrs=(), infer=elementwise,
+                        kernel=lambda x: x.astype(np.float64), dtypes=frozenset(DType),
+                        tolerance=EXACT))
     yield op
     del REGISTRY["test_wrong_dtype"]
 

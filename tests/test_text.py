@@ -104,10 +104,12 @@ def _pair_infer(op: OpDef, types: Sequence[Any], attrs: Any) -> tuple[Any, ...]:
 
 
 #: Test-only ops (registered temporarily): any attributes; and two results.
-ECHO = OpDef("test_echo", "identity with arbitrary attributes", "test", ("x",), (),
-             _echo_infer, lambda *args, **_: args[0].copy(), ALL, EXACT)
-PAIR = OpDef("test_pair", "x and isnan(x)", "test", ("x",), (), _pair_infer,
-             lambda x, **_: (x.copy(), np.isnan(x.astype(np.float64))), ALL, EXACT)
+ECHO = OpDef("test_echo", summary="identity with arbitrary attributes", category="test",
+             operands=("x",), attrs=(), infer=_echo_infer,
+             kernel=lambda *args, **_: args[0].copy(), dtypes=ALL, tolerance=EXACT)
+PAIR = OpDef("test_pair", summary="x and isnan(x)", category="test", operands=("x",), attrs=(),
+             infer=_pair_infer, kernel=lambda x, **_: (x.copy(), np.isnan(x.astype(np.float64))),
+             dtypes=ALL, tolerance=EXACT)
 
 
 @contextmanager

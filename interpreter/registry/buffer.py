@@ -28,8 +28,9 @@ def _sample_load(src: ArgSource) -> OpCall:
     return OpCall([src.values(dtype, src.shape())], buffers=frozenset({0}))
 
 
-register(OpDef("buffer_load", "Read a buffer's current contents as a tensor (a copy).",
-               "buffer", ("buffer",), (), _load_infer, _load, ALL, EXACT, sample=_sample_load))
+register(OpDef("buffer_load", summary="Read a buffer's current contents as a tensor (a copy).",
+               category="buffer", operands=("buffer",), attrs=(), infer=_load_infer, kernel=_load,
+               dtypes=ALL, tolerance=EXACT, sample=_sample_load))
 
 
 def _check_source(op: OpDef, types: Sequence[ValueType], want: tuple[int, ...]) -> None:
@@ -59,9 +60,10 @@ def _sample_store(src: ArgSource) -> OpCall:
     return OpCall([src.values(dtype, shape), src.values(dtype, shape)], buffers=frozenset({0}))
 
 
-register(OpDef("buffer_store", "Overwrite a whole buffer with a tensor (a side effect).",
-               "buffer", ("buffer", "source"), (), _store_infer, _store, ALL, EXACT,
-               side_effect=True, sample=_sample_store, result_dtypes=frozenset()))
+register(OpDef("buffer_store", summary="Overwrite a whole buffer with a tensor (a side effect).",
+               category="buffer", operands=("buffer", "source"), attrs=(), infer=_store_infer,
+               kernel=_store, dtypes=ALL, tolerance=EXACT, side_effect=True, sample=_sample_store,
+               result_dtypes=frozenset()))
 
 def check_slices(op: OpDef, types: Sequence[ValueType], shape: tuple[int, ...], slices: Any
                  ) -> Slices:
@@ -100,10 +102,10 @@ def _sample_store_slice(src: ArgSource) -> OpCall:
 
 
 register(OpDef("buffer_store_slice",
-               "Overwrite a strided slice of a buffer with a tensor (a side effect).",
-               "buffer", ("buffer", "source"), ("slices",), _store_slice_infer, _store_slice,
-               ALL, EXACT, side_effect=True, sample=_sample_store_slice,
-               result_dtypes=frozenset()))
+               summary="Overwrite a strided slice of a buffer with a tensor (a side effect).",
+               category="buffer", operands=("buffer", "source"), attrs=("slices",),
+               infer=_store_slice_infer, kernel=_store_slice, dtypes=ALL, tolerance=EXACT,
+               side_effect=True, sample=_sample_store_slice, result_dtypes=frozenset()))
 
 
 def _create_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
@@ -127,6 +129,6 @@ def _sample_create(src: ArgSource) -> OpCall:
                        "device": DeviceRef.CPU(src.integer(0, 1))})
 
 
-register(OpDef("buffer_create", "A fresh zero-filled scratch buffer.", "buffer", (),
-               ("dtype", "shape", "device"), _create_infer, _create, ALL, EXACT,
-               sample=_sample_create))
+register(OpDef("buffer_create", summary="A fresh zero-filled scratch buffer.", category="buffer",
+               operands=(), attrs=("dtype", "shape", "device"), infer=_create_infer,
+               kernel=_create, dtypes=ALL, tolerance=EXACT, sample=_sample_create))

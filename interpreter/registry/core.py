@@ -7,7 +7,7 @@ the conformance strategies all read these entries; nothing about an op is writte
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Literal, NoReturn, Protocol, TypeVar
 
 import ml_dtypes
@@ -182,6 +182,7 @@ class OpDef:
     """
 
     name: str
+    _: KW_ONLY  # every other field by keyword: 19 fields are unreadable by position
     summary: str
     category: str
     operands: tuple[str, ...]

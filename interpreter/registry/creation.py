@@ -45,9 +45,9 @@ def _sample_constant(src: ArgSource) -> OpCall:
     return OpCall([], {"value": value, "device": DeviceRef.CPU(src.integer(0, 1))})
 
 
-register(OpDef("constant", "A tensor whose value is an attribute (stored read-only).",
-               "creation", (), ("value", "device"), _constant_infer, _constant, ALL, EXACT,
-               sample=_sample_constant))
+register(OpDef("constant", summary="A tensor whose value is an attribute (stored read-only).",
+               category="creation", operands=(), attrs=("value", "device"), infer=_constant_infer,
+               kernel=_constant, dtypes=ALL, tolerance=EXACT, sample=_sample_constant))
 
 
 def range_length(start: float, stop: float, step: float) -> int:
@@ -108,6 +108,7 @@ def _sample_range(src: ArgSource) -> OpCall:
                        "device": DeviceRef.CPU()})
 
 
-register(OpDef("range", "start + i * step for i in [0, ceil((stop - start) / step)).",
-               "creation", (), ("start", "stop", "step", "dtype", "device"), _range_infer,
-               _range, NUMERIC, EXACT, sample=_sample_range))
+register(OpDef("range", summary="start + i * step for i in [0, ceil((stop - start) / step)).",
+               category="creation", operands=(),
+               attrs=("start", "stop", "step", "dtype", "device"), infer=_range_infer,
+               kernel=_range, dtypes=NUMERIC, tolerance=EXACT, sample=_sample_range))

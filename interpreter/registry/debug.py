@@ -36,6 +36,8 @@ def _sample_print(src: ArgSource) -> OpCall:
     return OpCall([x], {"label": src.choice(["", "x", "debug_tensor"])})
 
 
-register(OpDef("debug_print", "Write `[label] values` of a tensor to stdout (a side effect).",
-               "debug", ("x",), ("label",), _print_infer, _print, ALL, EXACT,
-               side_effect=True, sample=_sample_print, result_dtypes=frozenset()))
+register(OpDef("debug_print",
+               summary="Write `[label] values` of a tensor to stdout (a side effect).",
+               category="debug", operands=("x",), attrs=("label",), infer=_print_infer,
+               kernel=_print, dtypes=ALL, tolerance=EXACT, side_effect=True, sample=_sample_print,
+               result_dtypes=frozenset()))

@@ -42,8 +42,9 @@ def _sample_transfer(src: ArgSource) -> OpCall:
     return OpCall([src.values(dtype, src.shape())], {"device": _sample_devices(src, 1)[0]})
 
 
-register(OpDef("transfer", "A copy of a tensor on another device.", "devices", ("x",),
-               ("device",), _transfer_infer, _transfer, ALL, EXACT, sample=_sample_transfer))
+register(OpDef("transfer", summary="A copy of a tensor on another device.", category="devices",
+               operands=("x",), attrs=("device",), infer=_transfer_infer, kernel=_transfer,
+               dtypes=ALL, tolerance=EXACT, sample=_sample_transfer))
 
 
 # -- collectives ------------------------------------------------------------------------------
@@ -107,9 +108,13 @@ def _sample_allgather(src: ArgSource) -> OpCall:
     return OpCall(operands, {"axis": src.choice([axis, axis - len(shape)])})
 
 
-register(OpDef("allreduce_sum", "Each device gets the sum of all operands (in operand order).",
-               "devices", ("inputs",), (), _allreduce_infer, _allreduce_sum, NUMERIC, EXACT,
-               variadic=True, sample=_sample_allreduce))
-register(OpDef("allgather", "Each device gets the concatenation of all operands along axis.",
-               "devices", ("inputs",), ("axis",), _allgather_infer, _allgather, ALL, EXACT,
-               variadic=True, sample=_sample_allgather))
+register(OpDef("allreduce_sum",
+               summary="Each device gets the sum of all operands (in operand order).",
+               category="devices", operands=("inputs",), attrs=(), infer=_allreduce_infer,
+               kernel=_allreduce_sum, dtypes=NUMERIC, tolerance=EXACT, variadic=True,
+               sample=_sample_allreduce))
+register(OpDef("allgather",
+               summary="Each device gets the concatenation of all operands along axis.",
+               category="devices", operands=("inputs",), attrs=("axis",), infer=_allgather_infer,
+               kernel=_allgather, dtypes=ALL, tolerance=EXACT, variadic=True,
+               sample=_sample_allgather))

@@ -81,8 +81,9 @@ def _bind(sample: Sampler, dtypes: frozenset[DType]) -> Callable[[ArgSource], Op
 def _binary(name: str, kernel: Callable[..., Array], dtypes: frozenset[DType], summary: str,
             infer: Any = elementwise, tolerance: Tolerance = EXACT,
             unspecified: Any = None, sample: Sampler | None = None) -> None:
-    register(OpDef(name, summary, "elementwise-binary", ("lhs", "rhs"), (), infer, kernel,
-                   dtypes, tolerance, promote=(0, 1), broadcast=True, unspecified=unspecified,
+    register(OpDef(name, summary=summary, category="elementwise-binary", operands=("lhs", "rhs"),
+                   attrs=(), infer=infer, kernel=kernel, dtypes=dtypes, tolerance=tolerance,
+                   promote=(0, 1), broadcast=True, unspecified=unspecified,
                    sample=_bind(sample or _binary_sampler(), dtypes),
                    result_dtypes=BOOL if infer is predicate else None))
 
@@ -90,8 +91,9 @@ def _binary(name: str, kernel: Callable[..., Array], dtypes: frozenset[DType], s
 def _unary(name: str, kernel: Callable[..., Array], dtypes: frozenset[DType], summary: str,
            infer: Any = elementwise, tolerance: Tolerance = EXACT,
            attrs: tuple[str, ...] = (), sample: Sampler | None = None) -> None:
-    register(OpDef(name, summary, "elementwise-unary", ("x",), attrs, infer, kernel, dtypes,
-                   tolerance, sample=_bind(sample or _unary_sampler(), dtypes),
+    register(OpDef(name, summary=summary, category="elementwise-unary", operands=("x",),
+                   attrs=attrs, infer=infer, kernel=kernel, dtypes=dtypes, tolerance=tolerance,
+                   sample=_bind(sample or _unary_sampler(), dtypes),
                    result_dtypes=BOOL if infer is predicate else None))
 
 
@@ -273,6 +275,7 @@ def _sample_cast(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
     return OpCall([x], {"dtype": src.dtype(_sorted(ALL))})
 
 
-register(OpDef("cast", "Convert each element to another dtype (round to nearest even).",
-               "elementwise-unary", ("x",), ("dtype",), _cast_infer, _cast, ALL, EXACT,
-               unspecified=_cast_unspecified, sample=_bind(_sample_cast, ALL)))
+register(OpDef("cast", summary="Convert each element to another dtype (round to nearest even).",
+               category="elementwise-unary", operands=("x",), attrs=("dtype",), infer=_cast_infer,
+               kernel=_cast, dtypes=ALL, tolerance=EXACT, unspecified=_cast_unspecified,
+               sample=_bind(_sample_cast, ALL)))

@@ -78,9 +78,11 @@ def _abs_dot(ops: Sequence[np.ndarray], attrs: Attrs, expected: Array) -> Any:
 
 #: REDUCE-6 with n = K and M = the dot product of |lhs| and |rhs|
 MATMUL_TOLERANCE = Tolerance("reduction", 2, _contracted, _abs_dot)
-register(OpDef("matmul", "Batched matrix product over the last two dims; batch dims must be "
-               "identical (the builder broadcasts them); integers wrap.", "linalg",
-               ("lhs", "rhs"), (), _matmul_infer, _matmul, NUMERIC, MATMUL_TOLERANCE,
-               promote=(0, 1), unspecified=_matmul_overflow, sample=_sample_matmul))
+register(OpDef("matmul",
+               summary="Batched matrix product over the last two dims; batch dims must be "
+                       "identical (the builder broadcasts them); integers wrap.",
+               category="linalg", operands=("lhs", "rhs"), attrs=(), infer=_matmul_infer,
+               kernel=_matmul, dtypes=NUMERIC, tolerance=MATMUL_TOLERANCE, promote=(0, 1),
+               unspecified=_matmul_overflow, sample=_sample_matmul))
 
 __all__: list[str] = []

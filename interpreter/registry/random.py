@@ -172,12 +172,13 @@ def _sample_normal(src: ArgSource) -> OpCall:
                                         "std": std})
 
 
-register(OpDef("random_uniform", "Philox4x32-10 uniform floats in [low, high) (RNG-3, RNG-4).",
-               "random", ("seed",), ("shape", "dtype", "low", "high"), _uniform_infer,
-               _uniform, SEED, EXACT, sample=_sample_uniform, result_dtypes=FLOATS,
-               data_operand=None))
-register(OpDef("random_normal", "Box-Muller normal floats from Philox4x32-10 (RNG-5).",
-               "random", ("seed",), ("shape", "dtype", "mean", "std"), _normal_infer,
-               _normal, SEED, ulp(4, _std_z), sample=_sample_normal, result_dtypes=FLOATS,
-               data_operand=None))
+register(OpDef("random_uniform",
+               summary="Philox4x32-10 uniform floats in [low, high) (RNG-3, RNG-4).",
+               category="random", operands=("seed",), attrs=("shape", "dtype", "low", "high"),
+               infer=_uniform_infer, kernel=_uniform, dtypes=SEED, tolerance=EXACT,
+               sample=_sample_uniform, result_dtypes=FLOATS, data_operand=None))
+register(OpDef("random_normal", summary="Box-Muller normal floats from Philox4x32-10 (RNG-5).",
+               category="random", operands=("seed",), attrs=("shape", "dtype", "mean", "std"),
+               infer=_normal_infer, kernel=_normal, dtypes=SEED, tolerance=ulp(4, _std_z),
+               sample=_sample_normal, result_dtypes=FLOATS, data_operand=None))
 

@@ -190,15 +190,18 @@ SOFTMAX_TOLERANCE = Tolerance("reduction", 4, _axis_size, _one)
 LOGSOFTMAX_TOLERANCE = Tolerance("reduction", 4, _axis_size, _one_plus_result)
 
 
-register(OpDef("reduce_sum", "Sum along one axis, kept with size 1; integers wrap.",
-               "reduction", ("x",), ("axis",), _reduce_infer, _sum, NUMERIC, SUM_TOLERANCE,
-               unspecified=_sum_overflow, sample=_axis_sampler(NUMERIC)))
-register(OpDef("reduce_prod", "Product along one axis, kept with size 1; integers wrap.",
-               "reduction", ("x",), ("axis",), _reduce_infer, _prod, NUMERIC, PROD_TOLERANCE,
+register(OpDef("reduce_sum", summary="Sum along one axis, kept with size 1; integers wrap.",
+               category="reduction", operands=("x",), attrs=("axis",), infer=_reduce_infer,
+               kernel=_sum, dtypes=NUMERIC, tolerance=SUM_TOLERANCE, unspecified=_sum_overflow,
+               sample=_axis_sampler(NUMERIC)))
+register(OpDef("reduce_prod", summary="Product along one axis, kept with size 1; integers wrap.",
+               category="reduction", operands=("x",), attrs=("axis",), infer=_reduce_infer,
+               kernel=_prod, dtypes=NUMERIC, tolerance=PROD_TOLERANCE,
                unspecified=_prod_out_of_range, sample=_axis_sampler(NUMERIC, "small")))
-register(OpDef("reduce_mean", "Arithmetic mean along one axis, kept with size 1 (floats).",
-               "reduction", ("x",), ("axis",), _reduce_infer, _mean, FLOATS, MEAN_TOLERANCE,
-               unspecified=_sum_overflow, sample=_axis_sampler(FLOATS)))
+register(OpDef("reduce_mean", summary="Arithmetic mean along one axis, kept with size 1 (floats).",
+               category="reduction", operands=("x",), attrs=("axis",), infer=_reduce_infer,
+               kernel=_mean, dtypes=FLOATS, tolerance=MEAN_TOLERANCE, unspecified=_sum_overflow,
+               sample=_axis_sampler(FLOATS)))
 
 
 # -- max, min -----------------------------------------------------------------------------
@@ -228,13 +231,17 @@ def _mixed_zeros(pick: Callable[..., Array]) -> Callable[..., np.ndarray]:
 
 _ORDERED = NUMERIC | BOOL
 _INDICES = frozenset({DType.int64})
-register(OpDef("reduce_max", "Largest element along one axis, kept with size 1; NaN "
-               "propagates.", "reduction", ("x",), ("axis",), _nonempty_infer, _max, _ORDERED,
-               EXACT, unspecified=_mixed_zeros(np.max),
+register(OpDef("reduce_max",
+               summary="Largest element along one axis, kept with size 1; NaN "
+                       "propagates.",
+               category="reduction", operands=("x",), attrs=("axis",), infer=_nonempty_infer,
+               kernel=_max, dtypes=_ORDERED, tolerance=EXACT, unspecified=_mixed_zeros(np.max),
                sample=_axis_sampler(_ORDERED, nonempty=True)))
-register(OpDef("reduce_min", "Smallest element along one axis, kept with size 1; NaN "
-               "propagates.", "reduction", ("x",), ("axis",), _nonempty_infer, _min, _ORDERED,
-               EXACT, unspecified=_mixed_zeros(np.min),
+register(OpDef("reduce_min",
+               summary="Smallest element along one axis, kept with size 1; NaN "
+                       "propagates.",
+               category="reduction", operands=("x",), attrs=("axis",), infer=_nonempty_infer,
+               kernel=_min, dtypes=_ORDERED, tolerance=EXACT, unspecified=_mixed_zeros(np.min),
                sample=_axis_sampler(_ORDERED, nonempty=True)))
 
 
@@ -247,13 +254,17 @@ def _argmin(x: Array, *, axis: int) -> Array:
     return np.argmin(widen(x), axis=axis, keepdims=True).astype(np.int64)
 
 
-register(OpDef("argmax", "int64 index of the largest element along one axis (first on ties, "
-               "first NaN wins), kept with size 1.", "reduction", ("x",), ("axis",),
-               _arg_infer, _argmax, _ORDERED, EXACT,
+register(OpDef("argmax",
+               summary="int64 index of the largest element along one axis (first on ties, "
+                       "first NaN wins), kept with size 1.",
+               category="reduction", operands=("x",), attrs=("axis",), infer=_arg_infer,
+               kernel=_argmax, dtypes=_ORDERED, tolerance=EXACT,
                sample=_axis_sampler(_ORDERED, nonempty=True), result_dtypes=_INDICES))
-register(OpDef("argmin", "int64 index of the smallest element along one axis (first on ties, "
-               "first NaN wins), kept with size 1.", "reduction", ("x",), ("axis",),
-               _arg_infer, _argmin, _ORDERED, EXACT,
+register(OpDef("argmin",
+               summary="int64 index of the smallest element along one axis (first on ties, "
+                       "first NaN wins), kept with size 1.",
+               category="reduction", operands=("x",), attrs=("axis",), infer=_arg_infer,
+               kernel=_argmin, dtypes=_ORDERED, tolerance=EXACT,
                sample=_axis_sampler(_ORDERED, nonempty=True), result_dtypes=_INDICES))
 
 
@@ -300,10 +311,12 @@ def _sample_cumsum(src: ArgSource) -> OpCall:
 
 
 CUMSUM_TOLERANCE = Tolerance("reduction", 2, _prefix_size, _prefix_abs)
-register(OpDef("cumsum", "Running sum along one axis (optionally exclusive and/or from the "
-               "end); integers wrap.", "reduction", ("x",), ("axis", "exclusive", "reverse"),
-               _cumsum_infer, _cumsum, NUMERIC, CUMSUM_TOLERANCE, unspecified=_cumsum_overflow,
-               sample=_sample_cumsum))
+register(OpDef("cumsum",
+               summary="Running sum along one axis (optionally exclusive and/or from the "
+                       "end); integers wrap.",
+               category="reduction", operands=("x",), attrs=("axis", "exclusive", "reverse"),
+               infer=_cumsum_infer, kernel=_cumsum, dtypes=NUMERIC, tolerance=CUMSUM_TOLERANCE,
+               unspecified=_cumsum_overflow, sample=_sample_cumsum))
 
 
 # -- softmax, logsoftmax ------------------------------------------------------------------
@@ -323,12 +336,14 @@ def _logsoftmax(x: Array, *, axis: int) -> Array:
     return (s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))).astype(x.dtype)
 
 
-register(OpDef("softmax", "exp(x - max) / sum(exp(x - max)) along one axis (floats).",
-               "reduction", ("x",), ("axis",), _same_infer, _softmax, FLOATS,
-               SOFTMAX_TOLERANCE, sample=_axis_sampler(FLOATS)))
-register(OpDef("logsoftmax", "(x - max) - log(sum(exp(x - max))) along one axis (floats).",
-               "reduction", ("x",), ("axis",), _same_infer, _logsoftmax, FLOATS,
-               LOGSOFTMAX_TOLERANCE, sample=_axis_sampler(FLOATS)))
+register(OpDef("softmax", summary="exp(x - max) / sum(exp(x - max)) along one axis (floats).",
+               category="reduction", operands=("x",), attrs=("axis",), infer=_same_infer,
+               kernel=_softmax, dtypes=FLOATS, tolerance=SOFTMAX_TOLERANCE,
+               sample=_axis_sampler(FLOATS)))
+register(OpDef("logsoftmax", summary="(x - max) - log(sum(exp(x - max))) along one axis (floats).",
+               category="reduction", operands=("x",), attrs=("axis",), infer=_same_infer,
+               kernel=_logsoftmax, dtypes=FLOATS, tolerance=LOGSOFTMAX_TOLERANCE,
+               sample=_axis_sampler(FLOATS)))
 
 
 # -- top_k --------------------------------------------------------------------------------
@@ -360,9 +375,11 @@ def _sample_top_k(src: ArgSource) -> OpCall:
     return call
 
 
-register(OpDef("top_k", "The k largest elements along one axis, descending (ties: lower index "
-               "first; NaN largest), and their int64 indices.", "reduction", ("x",),
-               ("k", "axis"), _top_k_infer, _top_k, NUMERIC, EXACT, sample=_sample_top_k,
+register(OpDef("top_k",
+               summary="The k largest elements along one axis, descending (ties: lower index "
+                       "first; NaN largest), and their int64 indices.",
+               category="reduction", operands=("x",), attrs=("k", "axis"), infer=_top_k_infer,
+               kernel=_top_k, dtypes=NUMERIC, tolerance=EXACT, sample=_sample_top_k,
                result_dtypes=NUMERIC | _INDICES))
 
 __all__ = ["LOGSOFTMAX_TOLERANCE", "SOFTMAX_TOLERANCE", "float_info", "is_low_float", "widen"]

@@ -63,9 +63,10 @@ def _broadcast_to_sample(src: ArgSource) -> OpCall:
     return OpCall([src.values(dtype, shape)], {"shape": target})
 
 
-register(OpDef("broadcast_to", "Stretch size-1 and missing leading dims to a target shape.",
-               "shape", ("x",), ("shape",), _broadcast_to_infer, _broadcast_to, ALL, EXACT,
-               sample=_broadcast_to_sample))
+register(OpDef("broadcast_to",
+               summary="Stretch size-1 and missing leading dims to a target shape.",
+               category="shape", operands=("x",), attrs=("shape",), infer=_broadcast_to_infer,
+               kernel=_broadcast_to, dtypes=ALL, tolerance=EXACT, sample=_broadcast_to_sample))
 
 
 # -- reshape -------------------------------------------------------------------------------
@@ -108,8 +109,9 @@ def _reshape_sample(src: ArgSource) -> OpCall:
     return OpCall([src.values(dtype, shape)], {"shape": tuple(target)})
 
 
-register(OpDef("reshape", "Same elements in row-major order, new shape.", "shape", ("x",),
-               ("shape",), _reshape_infer, _reshape, ALL, EXACT, sample=_reshape_sample))
+register(OpDef("reshape", summary="Same elements in row-major order, new shape.", category="shape",
+               operands=("x",), attrs=("shape",), infer=_reshape_infer, kernel=_reshape,
+               dtypes=ALL, tolerance=EXACT, sample=_reshape_sample))
 
 
 # -- slice ---------------------------------------------------------------------------------
@@ -134,9 +136,11 @@ def _slice_sample(src: ArgSource) -> OpCall:
     return OpCall([src.values(dtype, shape)], {"slices": tuple(triples)})
 
 
-register(OpDef("slice", "Strided slice, one (start, stop, step) per axis; steps may be "
-               "negative; numpy clamping.", "shape", ("x",), ("slices",), _slice_infer, _slice,
-               ALL, EXACT, sample=_slice_sample))
+register(OpDef("slice",
+               summary="Strided slice, one (start, stop, step) per axis; steps may be "
+                       "negative; numpy clamping.",
+               category="shape", operands=("x",), attrs=("slices",), infer=_slice_infer,
+               kernel=_slice, dtypes=ALL, tolerance=EXACT, sample=_slice_sample))
 
 
 # -- permute -------------------------------------------------------------------------------
@@ -164,9 +168,9 @@ def _permute_sample(src: ArgSource) -> OpCall:
     return OpCall([src.values(dtype, shape)], {"perm": tuple(perm)})
 
 
-register(OpDef("permute", "Reorder the axes: result axis i is input axis perm[i].", "shape",
-               ("x",), ("perm",), _permute_infer, _permute, ALL, EXACT,
-               sample=_permute_sample))
+register(OpDef("permute", summary="Reorder the axes: result axis i is input axis perm[i].",
+               category="shape", operands=("x",), attrs=("perm",), infer=_permute_infer,
+               kernel=_permute, dtypes=ALL, tolerance=EXACT, sample=_permute_sample))
 
 
 # -- concat --------------------------------------------------------------------------------
@@ -207,9 +211,9 @@ def _concat_sample(src: ArgSource) -> OpCall:
     return OpCall(arrays, {"axis": axis})
 
 
-register(OpDef("concat", "Join tensors of one dtype along an existing axis.", "shape",
-               ("values",), ("axis",), _concat_infer, _concat, ALL, EXACT, variadic=True,
-               sample=_concat_sample))
+register(OpDef("concat", summary="Join tensors of one dtype along an existing axis.",
+               category="shape", operands=("values",), attrs=("axis",), infer=_concat_infer,
+               kernel=_concat, dtypes=ALL, tolerance=EXACT, variadic=True, sample=_concat_sample))
 
 
 # -- split ---------------------------------------------------------------------------------
@@ -251,9 +255,9 @@ def _split_sample(src: ArgSource) -> OpCall:
     return OpCall([src.values(dtype, shape)], {"sizes": tuple(sizes), "axis": axis})
 
 
-register(OpDef("split", "Cut a tensor along an axis into pieces of the given sizes.", "shape",
-               ("x",), ("sizes", "axis"), _split_infer, _split, ALL, EXACT,
-               sample=_split_sample))
+register(OpDef("split", summary="Cut a tensor along an axis into pieces of the given sizes.",
+               category="shape", operands=("x",), attrs=("sizes", "axis"), infer=_split_infer,
+               kernel=_split, dtypes=ALL, tolerance=EXACT, sample=_split_sample))
 
 
 # -- gather --------------------------------------------------------------------------------
@@ -306,9 +310,9 @@ def _gather_sample(src: ArgSource) -> OpCall:
                   {"axis": axis})
 
 
-register(OpDef("gather", "Pick slices of x along an axis by integer indices (np.take).",
-               "shape", ("x", "indices"), ("axis",), _gather_infer, _gather, ALL, EXACT,
-               operand_dtypes=(ALL, INDEX),
+register(OpDef("gather", summary="Pick slices of x along an axis by integer indices (np.take).",
+               category="shape", operands=("x", "indices"), attrs=("axis",), infer=_gather_infer,
+               kernel=_gather, dtypes=ALL, tolerance=EXACT, operand_dtypes=(ALL, INDEX),
                unspecified=_gather_unspecified, sample=_gather_sample))
 
 
@@ -374,9 +378,11 @@ def _scatter_sample(src: ArgSource) -> OpCall:
                    src.values(idtype, tuple(ishape), f"index:{n}")], {"axis": axis})
 
 
-register(OpDef("scatter", "Copy of x with updates written at indices along an axis "
-               "(np.put_along_axis; last write wins).", "shape", ("x", "updates", "indices"),
-               ("axis",), _scatter_infer, _scatter, ALL, EXACT,
+register(OpDef("scatter",
+               summary="Copy of x with updates written at indices along an axis "
+                       "(np.put_along_axis; last write wins).",
+               category="shape", operands=("x", "updates", "indices"), attrs=("axis",),
+               infer=_scatter_infer, kernel=_scatter, dtypes=ALL, tolerance=EXACT,
                unspecified=_scatter_unspecified, sample=_scatter_sample,
                operand_dtypes=(ALL, ALL, INDEX)))
 
@@ -413,10 +419,12 @@ def _select_sample(src: ArgSource) -> OpCall:
                    src.values(dtype, shapes[2])])
 
 
-register(OpDef("select", "Elementwise choice: x where condition is true, else y (ops.where).",
-               "shape", ("condition", "x", "y"), (), _select_infer, _select, BOOL, EXACT,
-               promote=(1, 2), broadcast=True, sample=_select_sample,
-               result_dtypes=ALL, operand_dtypes=(BOOL, ALL, ALL), data_operand=1))
+register(OpDef("select",
+               summary="Elementwise choice: x where condition is true, else y (ops.where).",
+               category="shape", operands=("condition", "x", "y"), attrs=(), infer=_select_infer,
+               kernel=_select, dtypes=BOOL, tolerance=EXACT, promote=(1, 2), broadcast=True,
+               sample=_select_sample, result_dtypes=ALL, operand_dtypes=(BOOL, ALL, ALL),
+               data_operand=1))
 
 
 # -- pad -----------------------------------------------------------------------------------
@@ -470,9 +478,9 @@ def _pad_sample(src: ArgSource) -> OpCall:
     return OpCall([src.values(dtype, shape)], {"paddings": paddings, "value": value})
 
 
-register(OpDef("pad", "Surround a tensor with a constant (np.pad, constant mode).", "shape",
-               ("x",), ("paddings", "value"), _pad_infer, _pad, ALL, EXACT,
-               sample=_pad_sample))
+register(OpDef("pad", summary="Surround a tensor with a constant (np.pad, constant mode).",
+               category="shape", operands=("x",), attrs=("paddings", "value"), infer=_pad_infer,
+               kernel=_pad, dtypes=ALL, tolerance=EXACT, sample=_pad_sample))
 
 
 # -- tile ----------------------------------------------------------------------------------
@@ -492,5 +500,6 @@ def _tile_sample(src: ArgSource) -> OpCall:
                   {"repeats": tuple(src.integer(0, 3) for _ in shape)})
 
 
-register(OpDef("tile", "Repeat the whole tensor repeats[i] times along each axis i.", "shape",
-               ("x",), ("repeats",), _tile_infer, _tile, ALL, EXACT, sample=_tile_sample))
+register(OpDef("tile", summary="Repeat the whole tensor repeats[i] times along each axis i.",
+               category="shape", operands=("x",), attrs=("repeats",), infer=_tile_infer,
+               kernel=_tile, dtypes=ALL, tolerance=EXACT, sample=_tile_sample))

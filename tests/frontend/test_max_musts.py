@@ -51,8 +51,9 @@ def raising_op() -> Iterator[OpDef]:
     def kernel(x: np.ndarray) -> np.ndarray:
         raise ZeroDivisionError("kernel exploded")
 
-    op = register(OpDef("test_max_must_raising", "raises", "test", ("x",), (), elementwise,
-                        kernel, frozenset(DType), EXACT))
+    op = register(OpDef("test_max_must_raising", summary="raises", category="test",
+                        operands=("x",), attrs=(), infer=elementwise, kernel=kernel,
+                        dtypes=frozenset(DType), tolerance=EXACT))
     yield op
     del REGISTRY["test_max_must_raising"]
 
