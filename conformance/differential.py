@@ -336,14 +336,13 @@ def _local_check(graph: Graph, k: int, node: Node, inputs: Sequence[np.ndarray],
     work = [np.array(a, copy=True) for a in operands]
     try:
         with np.errstate(all="ignore"):
-            out = node.op.kernel(*work, **node.attrs)
+            out = node.op.apply(*work, **node.attrs)
     except Exception as e:
         return Mismatch(f"{label}: the reference kernel fails on the executor's operands "
                         f"({type(e).__name__}: {e})")
-    results = [np.asarray(out)] if len(node.results) == 1 else (
-        [np.asarray(r) for r in out] if node.results else [])
-    expected = results + [w for w, v in zip(work, node.operands, strict=True)
-                          if isinstance(v.type, BufferType)]
+    written = [w for w, v in zip(work, node.operands, strict=True)
+               if isinstance(v.type, BufferType)]
+    expected = [np.asarray(r) for r in out] + written
     return compare_op(node.op, operands, node.attrs, expected, got, label=label,
                       perturb_ulps=perturb)
 

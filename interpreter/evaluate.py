@@ -47,22 +47,13 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None 
         for pos, node in enumerate(graph.nodes):
             args = [env[v] for v in node.operands]
             try:
-                out = node.op.kernel(*args, **node.attrs)
+                outs = node.op.apply(*args, **node.attrs)
             except Exception as e:
                 e.add_note(node_note(node, pos))
                 raise
-            # A kernel returns one array for one result, else a sequence (None for none);
-            # this is the one place that turns it into one entry per result.
-            results = node.results
-            if len(results) == 1:
-                env[results[0]] = out
-                if on_node is not None:
-                    on_node(pos, node, args, (out,))
-            else:
-                outs = () if out is None else tuple(out)
-                if on_node is not None:
-                    on_node(pos, node, args, outs)
-                env.update(zip(results, outs, strict=True))
+            if on_node is not None:
+                on_node(pos, node, args, outs)
+            env.update(zip(node.results, outs, strict=True))
             for v in node.operands:
                 if last.get(v) == pos:
                     env.pop(v, None)  # its last use: drop it (an operand may repeat)

@@ -21,6 +21,7 @@ from interpreter.evaluate import fresh_outputs
 from interpreter.executor import InterpreterExecutor, validate_inputs
 from interpreter.graph.core import Graph, Node, Value
 from interpreter.graph.lowering import lower
+from interpreter.registry.core import as_results
 from interpreter.types import BufferType
 
 __all__ = [
@@ -68,10 +69,7 @@ class PatchedInterpreter(InterpreterExecutor):
         with np.errstate(all="ignore"):
             for node in graph.nodes:
                 out = self.kernel_for(node)(*[env[v] for v in node.operands], **node.attrs)
-                if len(node.results) == 1:
-                    env[node.results[0]] = out
-                elif node.results:
-                    env.update(zip(node.results, out, strict=True))
+                env.update(zip(node.results, as_results(out), strict=True))
         return [env[v] for v in graph.outputs or ()]
 
     def kernel_for(self, node: Node) -> Kernel:

@@ -34,7 +34,7 @@ from interpreter.executor import InterpreterExecutor
 from interpreter.graph import ops
 from interpreter.graph.core import BufferValue, Graph, TensorValue
 from interpreter.registry import REGISTRY, get_op, ulp
-from interpreter.registry.core import EXACT, OpCall
+from interpreter.registry.core import EXACT, OpCall, as_results
 from interpreter.types import BufferType, TensorType
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,10 +53,7 @@ class _Patched:
             for node in graph.nodes:
                 kernel = self.patches.get(node.op.name, node.op.kernel)
                 out = kernel(*[env[v] for v in node.operands], **node.attrs)
-                if len(node.results) == 1:
-                    env[node.results[0]] = out
-                elif node.results:
-                    env.update(zip(node.results, out, strict=True))
+                env.update(zip(node.results, as_results(out), strict=True))
         return fresh_outputs([env[v] for v in graph.outputs or ()], inputs)
 
 

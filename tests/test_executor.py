@@ -270,3 +270,21 @@ def test_values_are_dropped_after_their_last_use() -> None:
     for _ in range(n):
         want = np.exp(-want)
     np.testing.assert_allclose(out, want, rtol=1e-5)
+
+
+@pytest.mark.spec("EXEC-9")
+def test_op_apply_always_gives_one_entry_per_result() -> None:
+    """``OpDef.apply`` is the one place that reads the kernel convention: a tuple for one
+    result (array or numpy scalar), for several (split, top_k) and for none (a store)."""
+    x = np.array([3.0, 1.0, 2.0], np.float32)
+    (neg,) = REGISTRY["negate"].apply(x)
+    np.testing.assert_array_equal(neg, [-3.0, -1.0, -2.0])
+    (s,) = REGISTRY["add"].apply(np.float32(1.5), np.float32(2.0))
+    assert s == np.float32(3.5)
+    pieces = REGISTRY["split"].apply(x, sizes=(1, 2), axis=0)
+    assert isinstance(pieces, tuple) and [p.tolist() for p in pieces] == [[3.0], [1.0, 2.0]]
+    values, indices = REGISTRY["top_k"].apply(x, k=2, axis=0)
+    assert values.tolist() == [3.0, 2.0] and indices.tolist() == [0, 2]
+    buf = np.zeros(3, np.float32)
+    assert REGISTRY["buffer_store"].apply(buf, x) == ()
+    np.testing.assert_array_equal(buf, x)

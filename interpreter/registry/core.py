@@ -25,6 +25,7 @@ __all__ = [
     "OpCall",
     "OpDef",
     "Tolerance",
+    "as_results",
     "get_op",
     "register",
     "ulp",
@@ -155,6 +156,14 @@ def ulp_of(x: Any, dtype: Any) -> np.ndarray:
 EXACT = Tolerance("exact")
 
 
+def as_results(out: Any) -> tuple[Any, ...]:
+    """A kernel's return value as one entry per result: the one place that reads the kernel
+    convention (an array for one result, a tuple or list for several, None for none)."""
+    if isinstance(out, tuple | list):
+        return tuple(out)
+    return () if out is None else (out,)
+
+
 def ulp(n: int, scale: BoundFn | None = None) -> Tolerance:
     return Tolerance("ulp", n, scale=scale)
 
@@ -167,8 +176,9 @@ class OpDef:
     ``promote``/``broadcast``); it validates attributes and returns the result types, raising
     ``GraphTypeError``/``GraphShapeError`` through :meth:`fail`. ``kernel`` is the numpy
     reference: ``kernel(*operand_arrays, **attrs)`` returns one array, a tuple of arrays (one
-    per result) or None (no results). ``dtypes`` is the set accepted for operand 0 (for ops
-    without operands: for the ``dtype`` attribute). ``sample`` draws a random valid call of
+    per result) or None (no results); callers use :meth:`apply`, which always gives a tuple.
+    ``dtypes`` is the set accepted for operand 0 (for ops without operands: for the ``dtype``
+    attribute). ``sample`` draws a random valid call of
     the op (operands and attributes), so strategies, coverage and fuzzing need no per-op code
     outside the registry.
 
@@ -201,6 +211,10 @@ class OpDef:
     result_dtypes: frozenset[DType] | None = None
     operand_dtypes: tuple[frozenset[DType], ...] | None = None
     data_operand: int | None = 0
+
+    def apply(self, *arrays: Any, **attrs: Any) -> tuple[Any, ...]:
+        """Run the reference kernel: one entry per result, always a tuple."""
+        return as_results(self.kernel(*arrays, **attrs))
 
     @property
     def operand_dtype_sets(self) -> tuple[frozenset[DType], ...]:
