@@ -4,6 +4,9 @@ Deliberately simple (EXEC-9): an environment maps each value to its array, every
 its registry kernel, a value is dropped after its last use (memory stays bounded on long
 graphs, as JAX's ``eval_jaxpr``), outputs are made fresh (EXEC-5). This is the only loop:
 debug mode (``debug.py``) and the suite's bisection observe it through ``on_node``.
+
+What the loop needs besides the nodes (which values die where) is a :class:`Plan`, computed
+once per graph state and cached, so a graph executed again pays nothing for it.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from .graph.core import Graph, Node, Value
+from .registry.core import OpDef, as_results
+from .types import DeviceRef
 
-__all__ = ["OnNode", "evaluate", "fresh_outputs", "node_note"]
+__all__ = ["OnNode", "Plan", "evaluate", "fresh_outputs", "node_note", "plan"]
 
 #: ``on_node(position, node, operand_arrays, result_arrays)``, called after each kernel.
 OnNode = Callable[[int, Node, list[Any], tuple[Any, ...]], None]
@@ -28,12 +33,43 @@ def node_note(node: Node, pos: int) -> str:
             f"{node.location_str()}")
 
 
-def _last_uses(graph: Graph) -> dict[Value, int]:
-    """Value -> the position of the last node that reads it (outputs are never dropped)."""
-    last = {v: pos for pos, node in enumerate(graph.nodes) for v in node.operands}
-    for v in graph.outputs or ():
-        last.pop(v, None)
-    return last
+class Plan:
+    """The nodes of one graph state, each with the operands it reads for the last time
+    (``dead``; graph outputs never die), and what an executor's refusal checks: the distinct
+    ops (by name, first use first) and result devices (each with the first op producing a
+    value there). Valid while the graph keeps the same node and output lists of the same
+    lengths (staging appends; lowering and passes replace the lists)."""
+
+    __slots__ = ("devices", "nodes", "ops", "outputs", "size", "steps")
+
+    def __init__(self, graph: Graph) -> None:
+        self.nodes, self.outputs = graph.nodes, graph.outputs  # held: identities stay unique
+        self.size = (len(graph.nodes), len(graph.outputs or ()))
+        last = {v: pos for pos, node in enumerate(graph.nodes) for v in node.operands}
+        for v in graph.outputs or ():
+            last.pop(v, None)
+        dead: list[list[Value]] = [[] for _ in graph.nodes]
+        for v, pos in last.items():
+            dead[pos].append(v)
+        self.steps = [(node, tuple(d)) for node, d in zip(graph.nodes, dead, strict=True)]
+        self.ops: dict[str, OpDef] = {}
+        self.devices: dict[DeviceRef, str] = {}
+        for node in graph.nodes:
+            self.ops.setdefault(node.op.name, node.op)
+            for r in node.results:
+                self.devices.setdefault(r.type.device, node.op.name)
+
+    def valid_for(self, graph: Graph) -> bool:
+        return (self.nodes is graph.nodes and self.outputs is graph.outputs
+                and self.size == (len(graph.nodes), len(graph.outputs or ())))
+
+
+def plan(graph: Graph) -> Plan:
+    """The plan of ``graph`` in its current state, cached on the graph (``Graph.derived``)."""
+    p = graph.derived.get("plan")
+    if p is None or not p.valid_for(graph):
+        p = graph.derived["plan"] = Plan(graph)
+    return p
 
 
 def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None = None
@@ -42,21 +78,25 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None 
 
     A kernel's exception propagates with its type unchanged and a note naming the node."""
     env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
-    last = _last_uses(graph)
+    read, drop = env.__getitem__, env.pop
     with np.errstate(all="ignore"):  # IEEE results, never warnings (NUM-5)
-        for pos, node in enumerate(graph.nodes):
-            args = [env[v] for v in node.operands]
+        for pos, (node, dead) in enumerate(plan(graph).steps):
+            args = list(map(read, node.operands))
             try:
-                outs = node.op.apply(*args, **node.attrs)
+                out = node.op.kernel(*args, **node.attrs)
             except Exception as e:
                 e.add_note(node_note(node, pos))
                 raise
-            if on_node is not None:
-                on_node(pos, node, args, outs)
-            env.update(zip(node.results, outs, strict=True))
-            for v in node.operands:
-                if last.get(v) == pos:
-                    env.pop(v, None)  # its last use: drop it (an operand may repeat)
+            results = node.results
+            if len(results) == 1 and on_node is None:  # the common case, kept cheap:
+                env[results[0]] = out  # a one-result kernel returns it (``as_results``)
+            else:
+                outs = as_results(out)
+                if on_node is not None:
+                    on_node(pos, node, args, outs)
+                env.update(zip(results, outs, strict=True))
+            for v in dead:
+                drop(v)
     return fresh_outputs([env[v] for v in graph.outputs or ()], inputs)
 
 

@@ -11,7 +11,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from .debug import evaluate_debug
 from .errors import ExecutorInputError, UnsupportedGraphError
+from .evaluate import evaluate, plan
 from .graph.core import Graph
 from .graph.lowering import lower, lowered_node_count
 from .registry import REGISTRY
@@ -76,14 +78,15 @@ class InterpreterExecutor:
         for v in graph.inputs:
             if not v.type.device.is_cpu():
                 return f"input on {v.type.device} (the interpreter serves CPU devices only)"
-        for node in graph.nodes:
-            if REGISTRY.get(node.op.name) is not node.op:
-                return f"unregistered op {node.op.name!r}"
-            if node.op.name in self.compilation_required:
-                return f"op {node.op.name!r} requires compilation"
-            for r in node.results:
-                if not r.type.device.is_cpu():
-                    return f"{node.op.name} produces a value on {r.type.device}"
+        facts = plan(graph)  # cached per graph state: a graph run again is checked cheaply
+        for name, op in facts.ops.items():
+            if REGISTRY.get(name) is not op:
+                return f"unregistered op {name!r}"
+            if name in self.compilation_required:
+                return f"op {name!r} requires compilation"
+        for device, name in facts.devices.items():
+            if not device.is_cpu():
+                return f"{name} produces a value on {device}"
         if self.max_ops is not None:
             n = lowered_node_count(graph)
             if n > self.max_ops:
@@ -106,9 +109,5 @@ class InterpreterExecutor:
         lower(graph)
         validate_inputs("InterpreterExecutor", graph, inputs)
         if self.debug:
-            from .debug import evaluate_debug
-
             return evaluate_debug(graph, inputs)
-        from .evaluate import evaluate
-
         return evaluate(graph, inputs)

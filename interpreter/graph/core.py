@@ -181,6 +181,9 @@ class Graph(metaclass=_GraphMeta):
         self.nodes: list[Node] = []
         self.outputs: list[Value] | None = None
         self.needs_lowering = False
+        #: Data derived from the graph by its users, cached here with what they need to tell
+        #: it is still valid (``evaluate.plan``); never read by the graph itself.
+        self.derived: dict[str, Any] = {}
         self._tokens: list[Token[Graph | None]] = []
         for t in input_types:
             self.add_input(t)
