@@ -36,28 +36,33 @@ def node_note(node: Node, pos: int) -> str:
 class Plan:
     """The nodes of one graph state, each with the operands it reads for the last time
     (``dead``; graph outputs never die), and what an executor's refusal checks: the distinct
-    ops (by name, first use first) and result devices (each with the first op producing a
-    value there). Valid while the graph keeps the same node and output lists of the same
-    lengths (staging appends; lowering and passes replace the lists)."""
+    ops (by name, first use first) and the off-CPU result devices (each with the first op
+    producing a value there). Valid while the graph keeps the same node and output lists of
+    the same lengths (staging appends; lowering and passes replace the lists)."""
 
-    __slots__ = ("devices", "nodes", "ops", "outputs", "size", "steps")
+    __slots__ = ("nodes", "off_cpu", "ops", "outputs", "size", "steps")
 
     def __init__(self, graph: Graph) -> None:
         self.nodes, self.outputs = graph.nodes, graph.outputs  # held: identities stay unique
         self.size = (len(graph.nodes), len(graph.outputs or ()))
-        last = {v: pos for pos, node in enumerate(graph.nodes) for v in node.operands}
-        for v in graph.outputs or ():
-            last.pop(v, None)
-        dead: list[list[Value]] = [[] for _ in graph.nodes]
-        for v, pos in last.items():
-            dead[pos].append(v)
-        self.steps = [(node, tuple(d)) for node, d in zip(graph.nodes, dead, strict=True)]
+        read_later: set[Value] = set(graph.outputs or ())
+        steps: list[tuple[Node, tuple[Value, ...]]] = []
+        for node in reversed(graph.nodes):  # a value dies at the last node reading it
+            dead = []
+            for v in node.operands:
+                if v not in read_later:
+                    read_later.add(v)
+                    dead.append(v)
+            steps.append((node, tuple(dead)))
+        steps.reverse()
+        self.steps = steps
         self.ops: dict[str, OpDef] = {}
-        self.devices: dict[DeviceRef, str] = {}
+        self.off_cpu: dict[DeviceRef, str] = {}
         for node in graph.nodes:
             self.ops.setdefault(node.op.name, node.op)
             for r in node.results:
-                self.devices.setdefault(r.type.device, node.op.name)
+                if r.type.device.device_type != "cpu":
+                    self.off_cpu.setdefault(r.type.device, node.op.name)
 
     def valid_for(self, graph: Graph) -> bool:
         return (self.nodes is graph.nodes and self.outputs is graph.outputs

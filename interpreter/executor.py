@@ -84,9 +84,9 @@ class InterpreterExecutor:
                 return f"unregistered op {name!r}"
             if name in self.compilation_required:
                 return f"op {name!r} requires compilation"
-        for device, name in facts.devices.items():
-            if not device.is_cpu():
-                return f"{name} produces a value on {device}"
+        if facts.off_cpu:
+            device, name = next(iter(facts.off_cpu.items()))
+            return f"{name} produces a value on {device}"
         if self.max_ops is not None:
             n = lowered_node_count(graph)
             if n > self.max_ops:
