@@ -1,13 +1,15 @@
 """The issue-9 speed table from one process: each figure next to its numpy baseline.
 
 Run: ``python -m benchmarks.ratios [repeats]``. Every row times the front end or the
-interpreter and the same work in plain numpy, best of ``repeats`` timeit runs each (the
-least-disturbed figure on a shared machine), and prints the ratio with its target.
+interpreter and the same work in plain numpy, best of ``repeats`` timeit runs each of the
+process's CPU time (the least-disturbed figure on a machine shared with other jobs), and
+prints the ratio with its target.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 import timeit
 from collections.abc import Callable
 from typing import Any
@@ -22,7 +24,7 @@ from interpreter.experimental.tensor import Tensor
 
 def best(fn: Callable[[], Any], repeats: int, seconds: float = 0.05) -> float:
     """Best time of one call, in seconds (``repeats`` runs of a loop lasting ~``seconds``)."""
-    timer = timeit.Timer(fn)
+    timer = timeit.Timer(fn, timer=time.process_time)
     number = max(1, int(seconds / max(timer.timeit(1), 1e-9)))
     return min(timer.repeat(repeats, number)) / number
 

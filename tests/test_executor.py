@@ -288,3 +288,22 @@ def test_op_apply_always_gives_one_entry_per_result() -> None:
     buf = np.zeros(3, np.float32)
     assert REGISTRY["buffer_store"].apply(buf, x) == ()
     np.testing.assert_array_equal(buf, x)
+
+
+@pytest.mark.spec("EXEC-9")
+def test_cached_plan_follows_the_graph_it_was_made_for() -> None:
+    """The per-graph plan (last uses, ops, devices) is rebuilt when lowering replaces the
+    nodes, so a refusal check before lowering never leaves a stale plan for the run."""
+    from interpreter.evaluate import plan
+
+    with Graph("mixed", [TensorType(DType.int8, (3,)), TensorType(F32, (3,))]) as g:
+        a, b = g.inputs
+        g.output(ops.add(a, b))
+    ex = InterpreterExecutor()
+    assert ex.refusal(g) is None
+    assert [n.op.name for n, _ in plan(g).steps] == ["add"]
+    (out,) = ex.execute(g, [np.array([1, 2, 3], np.int8), np.full(3, 0.5, np.float32)])
+    assert [n.op.name for n, _ in plan(g).steps] == ["cast", "add"]
+    assert out.dtype == np.float32 and out.tolist() == [1.5, 2.5, 3.5]
+    (again,) = ex.execute(g, [np.array([4, 5, 6], np.int8), np.zeros(3, np.float32)])
+    assert again.tolist() == [4.0, 5.0, 6.0] and plan(g) is plan(g)
