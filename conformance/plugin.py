@@ -237,8 +237,11 @@ class RunCounts:
             f"{self.tests} differential tests")
 
 
+_DROP = ("drop",)
+
+
 def _smoke_key(item: pytest.Item) -> tuple[Any, ...] | None:
-    """What a smoke run keeps one test of (None: keep every such test)."""
+    """What a smoke run keeps one test of (None: keep every such test; ``_DROP``: none)."""
     from interpreter.registry import REGISTRY
 
     params = getattr(getattr(item, "callspec", None), "params", {})
@@ -248,14 +251,18 @@ def _smoke_key(item: pytest.Item) -> tuple[Any, ...] | None:
         kind = ("bool" if d.value == "bool" else "float8" if d.is_float8() else "float"
                 if d.is_float() else "signed" if d.is_signed() else "unsigned")
         return ("op", REGISTRY[params["op_name"]].category, kind)
-    if name == "test_graph":
-        return ("graph",)
+    if name == "test_graph":  # mixed-0 only
+        return ("graph",) if (params["family"], params["chunk"]) == ("mixed", 0) else _DROP
+    if params.get("op_name") in REGISTRY:  # other per-op families: one per op family
+        return (name, REGISTRY[params["op_name"]].category)
     return None
 
 
+@pytest.hookimpl(trylast=True)  # after -k/-m: pick among what is selected
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--conformance-smoke`` (CONF-35): one ``test_op`` cell per (op family, dtype kind),
-    ``general`` shape class first, and one random-graph test; the rest is deselected."""
+    ``general`` shape class first, one random-graph test, one test per op family of the
+    other per-op families; the rest is deselected."""
     if not config.stash.get(_ACTIVE, False) or not config.getoption("conformance_smoke"):
         return
     order = {"general": 0, "broadcast": 1, "scalar": 2, "empty": 3}
@@ -265,7 +272,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     seen: set[tuple[Any, ...]] = set()
     for item in ranked:
         key = _smoke_key(item) if _in_suite(item) else None
-        if key is None or key not in seen:
+        if key is None or (key not in seen and key is not _DROP):
             keep.add(id(item))
             if key is not None:
                 seen.add(key)
