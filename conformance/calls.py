@@ -11,14 +11,23 @@ numpy floating-point warnings of the suite's own computations are silenced at th
 boundary (:func:`quiet`); :func:`call_executor` runs the executor under the error state that
 was in force outside that boundary, so the executor's own warnings still reach the vendor
 (CONF-24).
+
+A call running longer than ``--conformance-slow-call`` seconds is reported while it runs (a
+terminal line, where the run has a terminal) and, when it returns, as a
+:class:`SlowCallWarning` naming the test and the elapsed time (CONF-36): without
+``--conformance-isolate`` a call that never returns would otherwise stall a worker silently.
 """
 
 from __future__ import annotations
 
+import threading
+import time
 import traceback
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,12 +38,14 @@ __all__ = [
     "SUITE_ERROR",
     "BlamedExecutor",
     "ExecutorRaised",
+    "SlowCallWarning",
     "SuiteError",
     "call_executor",
     "executor_traceback",
     "is_suite_error",
     "quiet",
     "suite_error_message",
+    "watch_calls",
 ]
 
 SUITE_ERROR = "SUITE ERROR:"
@@ -89,9 +100,71 @@ def quiet() -> Iterator[None]:
             _OUTER.reset(token)
 
 
+class SlowCallWarning(UserWarning):
+    """One executor call took longer than ``--conformance-slow-call`` (CONF-36)."""
+
+
+@dataclass(frozen=True)
+class _Watch:
+    test: str
+    threshold: float
+    notify: Callable[[str], None] | None
+
+
+_WATCH: ContextVar[_Watch | None] = ContextVar("conformance_call_watch", default=None)
+_IN_CALL: ContextVar[bool] = ContextVar("conformance_in_call", default=False)
+
+
+@contextmanager
+def watch_calls(test: str, threshold: float | None,
+                notify: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Inside, every executor call longer than ``threshold`` seconds is reported for
+    ``test``: ``notify(line)`` while it still runs, a :class:`SlowCallWarning` when it
+    returns (CONF-36). ``threshold=None`` or ``<= 0`` watches nothing."""
+    token = _WATCH.set(_Watch(test, threshold, notify) if threshold and threshold > 0
+                       else None)
+    try:
+        yield
+    finally:
+        _WATCH.reset(token)
+
+
+def _still_running(watch: _Watch, start: float) -> None:
+    if watch.notify is not None:
+        try:
+            watch.notify(f"eager-conformance: {watch.test}: an executor call has been "
+                         f"running for {time.perf_counter() - start:.1f} s "
+                         f"(--conformance-slow-call={watch.threshold:g}) [CONF-36]")
+        except Exception:
+            pass  # a reporting hiccup must not disturb the call
+
+
 def call_executor(executor: Any, graph: Any, inputs: Sequence[Any]) -> list[Any]:
     """``list(executor.execute(graph, inputs))``; the executor's exceptions (other than a
-    refusal or a :class:`SuiteError` of a suite-side proxy) become :class:`ExecutorRaised`."""
+    refusal or a :class:`SuiteError` of a suite-side proxy) become :class:`ExecutorRaised`.
+    The outermost call is timed against :func:`watch_calls` (CONF-36)."""
+    watch = None if _IN_CALL.get() else _WATCH.get()
+    if watch is None:
+        return _call(executor, graph, inputs)
+    start = time.perf_counter()
+    timer = threading.Timer(watch.threshold, _still_running, (watch, start))
+    timer.daemon = True
+    timer.start()
+    token = _IN_CALL.set(True)
+    try:
+        return _call(executor, graph, inputs)
+    finally:
+        _IN_CALL.reset(token)
+        timer.cancel()
+        elapsed = time.perf_counter() - start
+        if elapsed > watch.threshold:
+            warnings.warn(SlowCallWarning(
+                f"{watch.test}: one executor call took {elapsed:.2f} s on graph "
+                f"{getattr(graph, 'name', '?')!r} (over --conformance-slow-call="
+                f"{watch.threshold:g} s) [CONF-36]"), stacklevel=2)
+
+
+def _call(executor: Any, graph: Any, inputs: Sequence[Any]) -> list[Any]:
     outer = _OUTER.get()
     state = np.errstate(**outer) if outer is not None else nullcontext()
     try:

@@ -9,11 +9,13 @@ covered* (CONF-4).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import dataclasses
+import math
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
 import pytest
-from _pytest.outcomes import Failed
+from _pytest.outcomes import Failed, Skipped
 from hypothesis import reject
 from hypothesis.errors import Unsatisfiable
 
@@ -24,9 +26,58 @@ from .calls import ExecutorRaised, quiet, suite_error_message
 from .differential import ReferenceRefused, Verdict, check_case
 from .minimize import budget_from, minimize_stored
 from .outcomes import not_covered, record, refused
-from .strategies import Case
+from .strategies import INPUT_SETS, Case
 
-__all__ = ["ExecutorError", "Harness", "SuiteFailure"]
+__all__ = ["REFUSAL_STOP", "CountingExecutor", "ExecutorError", "Harness", "SuiteFailure",
+           "graphs_per_cell"]
+
+#: A cell whose first ``REFUSAL_STOP`` examples are all refused ends *refused* (CONF-34).
+REFUSAL_STOP = 5
+#: Graphs per cell under ``--conformance-smoke`` (CONF-35).
+SMOKE_GRAPHS = 2
+
+
+def graphs_per_cell(config: Any, examples: int | None = None) -> int:
+    """Generated graphs per cell: the profile's ``max_examples`` (or ``examples``) divided
+    by ``INPUT_SETS``, since every graph runs on that many input sets (CONF-30); under
+    ``--conformance-smoke`` at most ``SMOKE_GRAPHS`` (CONF-35)."""
+    from hypothesis import settings
+
+    if examples is None:
+        examples = settings.default.max_examples if settings.default is not None else 10
+    n = max(1, math.ceil(examples / INPUT_SETS))
+    if config is not None and _option(config, "conformance_smoke", False):
+        n = min(n, SMOKE_GRAPHS)
+    return n
+
+
+def _option(config: Any, name: str, default: Any) -> Any:
+    try:
+        return config.getoption(name)
+    except (ValueError, AttributeError):
+        return default
+
+
+class CountingExecutor:
+    """The executor under test, counting its calls and the distinct graph structures
+    (``Graph.structural_hash``) it was given: what a compiling executor pays for (CONF-32)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls = 0
+        self.structures: set[str] = set()
+
+    def execute(self, graph: Any, inputs: Sequence[Any]) -> list[Any]:
+        self.calls += 1
+        self.structures.add(graph.structural_hash())
+        return list(self.inner.execute(graph, inputs))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class _CellRefused(Skipped):
+    """Raised through hypothesis (a skip is re-raised at once) to stop a refused cell."""
 
 
 class ExecutorError(Failed):
@@ -55,7 +106,8 @@ class Harness:
         self.meta: dict[str, Any] = {"op": op, "dtype": dtype, "shape_class": shape_class,
                                      "rules": list(rules)}
         record(request, **self.meta)  # recorded up front: failures are reported too
-        self.executor = executor
+        self.counter = CountingExecutor(executor)
+        self.executor = self.counter
         self.reference = reference
         self.artifacts = artifacts
         self.label = label
@@ -64,10 +116,30 @@ class Harness:
         self.reference_refusals = 0
         self.locally_checked = 0
         self.refusal_reason = ""
+        self.value_checks = 0
+        self.graphs: set[str] = set()  # structures of the generated cases
+        config = getattr(request, "config", None)
+        self.max_graphs: int | None = _option(config, "conformance_max_graphs_per_cell", None)
+        self.stopped_refused = False
 
     def check(self, case: Case) -> Verdict:
-        """Judge one case; raises AssertionError (with the repro path) on a failure and
-        rejects the example (``hypothesis.reject``) when either side refuses it.
+        """Judge ``case`` on its inputs and then on each of its ``extra_inputs`` (CONF-30);
+        the verdict of the first input set is returned. A graph structure beyond
+        ``--conformance-max-graphs-per-cell`` is rejected unrun (CONF-33)."""
+        key = case.graph.structural_hash()
+        if self.max_graphs is not None and key not in self.graphs \
+                and len(self.graphs) >= self.max_graphs:
+            reject()
+        self.graphs.add(key)
+        verdict = self.check_one(case)
+        self.examples += 1
+        for inputs in case.extra_inputs:
+            self.check_one(dataclasses.replace(case, inputs=inputs, extra_inputs=[]))
+        return verdict
+
+    def check_one(self, case: Case) -> Verdict:
+        """Judge one case on its own inputs; raises AssertionError (with the repro path) on a
+        failure and rejects the example (``hypothesis.reject``) when either side refuses it.
 
         Only the executor's own exceptions (:class:`ExecutorRaised`) are blamed on it; any
         other exception of the suite's code (comparison, artifacts, reference, local checks)
@@ -82,6 +154,9 @@ class Harness:
         except UnsupportedGraphError as e:
             self.refusals += 1
             self.refusal_reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if not self.examples and self.refusals >= REFUSAL_STOP:  # CONF-34
+                self.stopped_refused = True
+                raise _CellRefused("refused") from None
             reject()
         except ExecutorRaised as e:
             repro = f"repro: python {where / 'repro.py'}" if where else ""
@@ -90,7 +165,7 @@ class Harness:
             raise ExecutorError(message) from None
         except Exception as e:
             self._suite_error(e, where)
-        self.examples += 1
+        self.value_checks += 1
         if verdict.locally_checked:
             self.locally_checked += 1
         if verdict.ok:
@@ -138,19 +213,32 @@ class Harness:
         try:
             with quiet():  # the suite's numpy warnings stay inside (CONF-24)
                 prop()
+        except _CellRefused:
+            pass  # finish() ends the cell refused
         except Unsatisfiable:
             if not self.examples and not self.refusals:
                 not_covered(f"{self.label}: no example of this cell could be generated"
                             + (" (the reference refused every one)"
                                if self.reference_refusals else ""))
+        finally:
+            record(self.request, **self.meta, **self.counts())  # failures too (CONF-32)
+
+    def counts(self) -> dict[str, Any]:
+        """``structures`` (distinct graph structures given to the executor, minimisation
+        and local checks included), ``calls`` (executor calls) and ``value_checks``
+        (graph x input set pairs judged) so far (CONF-32)."""
+        return {"structures": len(self.counter.structures), "calls": self.counter.calls,
+                "value_checks": self.value_checks}
 
     def finish(self) -> None:
         """Record the counters; no executed example ends as refused or not covered."""
         record(self.request, **self.meta,
                examples=self.examples, refused_examples=self.refusals,
-               locally_checked=self.locally_checked)
+               locally_checked=self.locally_checked, **self.counts())
         if not self.examples and self.refusals:
+            stop = (f"; stopped after {REFUSAL_STOP} consecutive refusals"
+                    if self.stopped_refused else "")
             refused(f"{self.label}: {self.refusals} of {self.refusals} examples refused "
-                    f"({self.refusal_reason})")
+                    f"({self.refusal_reason}){stop}")
         if not self.examples:
             not_covered(f"{self.label}: no example ran")

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from .artifacts import ArtifactDir
-from .calls import BlamedExecutor, is_suite_error, quiet, suite_error_message
+from .calls import BlamedExecutor, is_suite_error, quiet, suite_error_message, watch_calls
 from .executors import REFERENCE_SPEC, ExecutorSpecError, ResolvedExecutor, relevant_env, resolve
 from .outcomes import SUITE_ERROR_OUTCOME, mark_outcome, pop_strict, push_strict
 
@@ -81,13 +81,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "0 turns it off; default 5)")
 
 
+    _add_generation_options(group)
+
+
+def _add_generation_options(group: Any) -> None:
+    """Options for compiling executors and long runs (CONF-33, CONF-35, CONF-36)."""
+    group.addoption("--conformance-max-graphs-per-cell", type=int, default=None,
+                    metavar="N", help="at most N distinct graph structures per test (each "
+                    "still runs on several input sets): a budget for slow compilers")
+    group.addoption("--conformance-smoke", action="store_true", default=False,
+                    help="a coarse subset for pre-merge CI: one op cell per op family and "
+                         "dtype kind, one random-graph test, few graphs each")
+    group.addoption("--conformance-slow-call", type=float, default=60.0, metavar="SECONDS",
+                    help="report an executor call running longer than this, with the "
+                         "test id (0: off; default 60)")
+
+
 def targets_conformance(config: pytest.Config) -> bool:
     """Whether this run collects the conformance suite (else the plugin stays silent)."""
     opt = config.option
     if getattr(opt, "executor", None) or any(
             getattr(opt, name, None) for name in ("conformance_xfails", "conformance_report",
                                                   "conformance_isolate",
-                                                  "conformance_strict")):
+                                                  "conformance_strict",
+                                                  "conformance_smoke")):
         return True
     base = Path(config.invocation_params.dir)
     for arg in config.args:
@@ -122,6 +139,7 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[_RESOLVED] = resolve(spec)
         except ExecutorSpecError as e:
             raise pytest.UsageError(str(e)) from None
+    config.pluginmanager.register(RunCounts(), "eager_conformance_counts")
     for name in _PLUGINS:
         modname = f"{__package__}.{name}"
         if config.pluginmanager.has_plugin(modname):
@@ -172,8 +190,96 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     for opt in ("conformance_strict", "conformance_isolate"):
         if config.getoption(opt):
             flags.append(opt.split("_", 1)[1])
-    return [line, f"eager-conformance: {'; '.join(flags)}",
+    return [line, f"eager-conformance: {'; '.join(flags)}", _generation_header(config),
             f"eager-conformance environment: {shown}"]
+
+
+def _generation_header(config: pytest.Config) -> str:
+    from .strategies import INPUT_SETS
+
+    parts = [f"{INPUT_SETS} input sets per graph"]
+    if config.getoption("conformance_max_graphs_per_cell") is not None:
+        parts.append(f"at most {config.getoption('conformance_max_graphs_per_cell')} "
+                     "graph structures per test")
+    if config.getoption("conformance_smoke"):
+        parts.append("smoke subset")
+    slow = config.getoption("conformance_slow_call")
+    parts.append(f"slow-call report after {slow:g} s" if slow else "slow-call report off")
+    return f"eager-conformance generation: {'; '.join(parts)}"
+
+
+class RunCounts:
+    """Totals of the per-test ``structures``/``calls``/``value_checks`` metadata, shown in
+    the terminal summary (CONF-32); fed by every report, so xdist runs add up too."""
+
+    KEYS = ("structures", "calls", "value_checks")
+
+    def __init__(self) -> None:
+        self.totals = dict.fromkeys(self.KEYS, 0)
+        self.tests = 0
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call" and not (report.when == "setup" and not report.passed):
+            return
+        for key, value in report.user_properties:
+            if key == "conformance" and isinstance(value, dict) and "calls" in value:
+                self.tests += 1
+                for k in self.KEYS:
+                    self.totals[k] += int(value.get(k, 0))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.tests:
+            return
+        t = self.totals
+        terminalreporter.write_line(
+            f"eager-conformance: {t['structures']} distinct graph structures (summed per "
+            f"test), {t['calls']} executor calls, {t['value_checks']} value checks in "
+            f"{self.tests} differential tests")
+
+
+_DROP = ("drop",)
+
+
+def _smoke_key(item: pytest.Item) -> tuple[Any, ...] | None:
+    """What a smoke run keeps one test of (None: keep every such test; ``_DROP``: none)."""
+    from interpreter.registry import REGISTRY
+
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    name = getattr(item, "originalname", "")
+    if name == "test_op":
+        d = params["dtype"]
+        kind = ("bool" if d.value == "bool" else "float8" if d.is_float8() else "float"
+                if d.is_float() else "signed" if d.is_signed() else "unsigned")
+        return ("op", REGISTRY[params["op_name"]].category, kind)
+    if name == "test_graph":  # mixed-0 only
+        return ("graph",) if (params["family"], params["chunk"]) == ("mixed", 0) else _DROP
+    if params.get("op_name") in REGISTRY:  # other per-op families: one per op family
+        return (name, REGISTRY[params["op_name"]].category)
+    return None
+
+
+@pytest.hookimpl(trylast=True)  # after -k/-m: pick among what is selected
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--conformance-smoke`` (CONF-35): one ``test_op`` cell per (op family, dtype kind),
+    ``general`` shape class first, one random-graph test, one test per op family of the
+    other per-op families; the rest is deselected."""
+    if not config.stash.get(_ACTIVE, False) or not config.getoption("conformance_smoke"):
+        return
+    order = {"general": 0, "broadcast": 1, "scalar": 2, "empty": 3}
+    ranked = sorted(items, key=lambda it: order.get(str(getattr(
+        getattr(it, "callspec", None), "params", {}).get("shape_class")), 4))
+    keep: set[int] = set()
+    seen: set[tuple[Any, ...]] = set()
+    for item in ranked:
+        key = _smoke_key(item) if _in_suite(item) else None
+        if key is None or (key not in seen and key is not _DROP):
+            keep.add(id(item))
+            if key is not None:
+                seen.add(key)
+    dropped = [it for it in items if id(it) not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [it for it in items if id(it) in keep]
 
 
 @pytest.fixture(scope="session")
@@ -229,8 +335,18 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
     """The suite's numpy warnings stay inside (CONF-24); executor calls are not silenced."""
     if not _in_suite(pyfuncitem):
         return (yield)
-    with quiet():
+    with quiet(), _watch(pyfuncitem):
         return (yield)
+
+
+def _watch(item: pytest.Item) -> Any:
+    """Slow executor calls of this test are reported (CONF-36)."""
+    reporter = item.config.pluginmanager.get_plugin("terminalreporter")
+    notify = None
+    if reporter is not None and not hasattr(item.config, "workerinput"):
+        def notify(line: str) -> None:
+            reporter.write_line(line)  # bypasses capture: seen while the call hangs
+    return watch_calls(item.nodeid, item.config.getoption("conformance_slow_call"), notify)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -43,10 +43,12 @@ from interpreter.testing.sampling import RandomArgSource, special_values
 from interpreter.types import BufferType, DeviceRef, TensorType, ValueType
 
 __all__ = [
+    "INPUT_SETS",
     "SHAPE_CLASSES",
     "BiasedArgSource",
     "Case",
     "HypothesisArgSource",
+    "ReplayArgSource",
     "RngArgSource",
     "arrays",
     "build_random_graph",
@@ -54,6 +56,7 @@ __all__ = [
     "case_from_call",
     "cell_gaps",
     "dtypes",
+    "extra_input_sets",
     "feasible_cells",
     "graph_families",
     "random_graphs",
@@ -73,6 +76,17 @@ SHAPE_CLASSES = ("scalar", "empty", "broadcast", "general")
 
 #: How likely ``values(kind="any")`` is to use each special-value rate.
 _SPECIAL_RATES = (0.0, 0.2, 0.6)
+
+#: Special-value rates of the extra input sets every generated graph also runs on (CONF-30):
+#: a compiling executor pays per graph structure, so each graph is reused for
+#: ``INPUT_SETS`` value sets (the drawn one plus one per rate), special values spread
+#: across them.
+EXTRA_SET_RATES = (0.0, 0.3, 0.8)
+INPUT_SETS = 1 + len(EXTRA_SET_RATES)
+
+#: Shape buckets (CONF-31): dimension sizes a biased source draws from, so that graph
+#: structures repeat within a cell (0 only where a dimension may be empty).
+SIDE_BUCKETS = (0, 1, 2, 3, 5)
 
 
 # -- basic strategies ----------------------------------------------------------------------
@@ -150,7 +164,7 @@ class BiasedArgSource:
                 lo_side = max(2, min_side)
             elif cls == "broadcast" and min_side <= 1 <= max_side:
                 lo_side = max(1, min_side)
-            sides = [self._int(lo_side, max(lo_side, max_side)) for _ in range(rank)]
+            sides = [self._side(lo_side, max(lo_side, max_side)) for _ in range(rank)]
             if rank and cls == "empty" and min_side == 0 and 0 not in sides:
                 sides[self._int(0, rank - 1)] = 0
             if rank and cls == "broadcast" and min_side <= 1 <= max_side and 1 not in sides:
@@ -158,6 +172,11 @@ class BiasedArgSource:
             out = tuple(sides)
         self.drawn_shapes.append(out)
         return out
+
+    def _side(self, lo: int, hi: int) -> int:
+        """A dimension size in ``[lo, hi]`` from ``SIDE_BUCKETS`` where one fits."""
+        sides = [s for s in SIDE_BUCKETS if lo <= s <= hi]
+        return sides[self._int(0, len(sides) - 1)] if sides else self._int(lo, hi)
 
     def integer(self, lo: int, hi: int) -> int:
         return self._int(lo, hi)
@@ -179,11 +198,12 @@ class HypothesisArgSource(BiasedArgSource):
                  shape_class: str | None = None) -> None:
         super().__init__(pin_dtype, shape_class)
         self.data = data
+        self.int_draws: list[int] = []  # every structural draw, for ReplayArgSource
 
     def _int(self, lo: int, hi: int) -> int:
-        if lo >= hi:
-            return lo
-        return int(self.data.draw(st.integers(lo, hi)))
+        out = lo if lo >= hi else int(self.data.draw(st.integers(lo, hi)))
+        self.int_draws.append(out)
+        return out
 
     def _values(self, dtype: DType, shape: tuple[int, ...], kind: str) -> np.ndarray:
         out: np.ndarray = self.data.draw(arrays(dtype, shape, kind))
@@ -194,16 +214,63 @@ class RngArgSource(BiasedArgSource):
     """``ArgSource`` over a seeded PRNG: fast, reproducible (random graphs, probing)."""
 
     def __init__(self, seed: int, pin_dtype: DType | None = None,
-                 shape_class: str | None = None) -> None:
+                 shape_class: str | None = None, values_seed: int | None = None,
+                 special_rate: float = 0.2) -> None:
         super().__init__(pin_dtype, shape_class)
         self.rng = random.Random(seed)
-        self.arrays = RandomArgSource(seed, special_rate=0.2)
+        self.arrays = RandomArgSource(seed if values_seed is None else values_seed,
+                                      special_rate=special_rate)
 
     def _int(self, lo: int, hi: int) -> int:
         return lo if lo >= hi else self.rng.randint(lo, hi)
 
     def _values(self, dtype: DType, shape: tuple[int, ...], kind: str) -> np.ndarray:
         return self.arrays.values(dtype, shape, kind)
+
+
+class ReplayArgSource(BiasedArgSource):
+    """Replays the structural draws of a :class:`HypothesisArgSource` (shapes, dtypes,
+    attributes) with fresh values: the same graph structure on another input set."""
+
+    def __init__(self, int_draws: Sequence[int], seed: int, special_rate: float,
+                 pin_dtype: DType | None = None, shape_class: str | None = None) -> None:
+        super().__init__(pin_dtype, shape_class)
+        self.replay = list(int_draws)
+        self.pos = 0
+        self.arrays = RandomArgSource(seed, special_rate)
+
+    def _int(self, lo: int, hi: int) -> int:
+        if self.pos >= len(self.replay) or not lo <= self.replay[self.pos] <= max(lo, hi):
+            raise _ReplayDiverged
+        self.pos += 1
+        return self.replay[self.pos - 1]
+
+    def _values(self, dtype: DType, shape: tuple[int, ...], kind: str) -> np.ndarray:
+        return self.arrays.values(dtype, shape, kind)
+
+
+class _ReplayDiverged(Exception):
+    """The sampler took another path on replay (its structure depends on values)."""
+
+
+def extra_input_sets(op: OpDef, src: HypothesisArgSource, case: Case, seed: int
+                     ) -> list[list[np.ndarray]]:
+    """Further input sets for ``case``'s graph (CONF-30): ``op.sample`` replayed with the
+    structural draws of ``src`` and fresh values at each of ``EXTRA_SET_RATES``. A replay
+    whose graph differs in structure (e.g. a ``constant``'s value) is dropped."""
+    assert op.sample is not None
+    want = case.graph.structural_hash()
+    out: list[list[np.ndarray]] = []
+    for k, rate in enumerate(EXTRA_SET_RATES):
+        again = ReplayArgSource(src.int_draws, (seed + k) & 0xFFFFFFFF, rate, src.pin_dtype,
+                                src.shape_class)
+        try:
+            other = case_from_call(op, op.sample(again))
+        except Exception:  # replay diverged or the call does not stage: no extra set
+            continue
+        if other.graph.structural_hash() == want:
+            out.append(other.inputs)
+    return out
 
 
 # -- classifying a sampled call -----------------------------------------------------------
@@ -263,6 +330,8 @@ class Case:
     call: OpCall | None = None
     seed: int | None = None
     skipped_ops: list[str] = field(default_factory=list)
+    #: further input sets for the same graph (CONF-30), each judged like ``inputs``
+    extra_inputs: list[list[np.ndarray]] = field(default_factory=list)
 
     def input_copies(self) -> list[np.ndarray]:
         return [np.array(a, copy=True) for a in self.inputs]
@@ -304,6 +373,7 @@ def single_op_calls(draw: Any, op: OpDef, dtype: DType | None = None,
     assume(shape_class is None or cls == shape_class)
     case = case_from_call(op, call)
     case.shape_class = cls
+    case.extra_inputs = extra_input_sets(op, src, case, draw(st.integers(0, 2**32 - 1)))
     return case
 
 
@@ -451,16 +521,29 @@ class _GraphBuilder:
 
 
 def build_random_graph(seed: int, n_ops: int, ops: Sequence[OpDef] | None = None,
-                       name: str = "random_graph") -> Case:
+                       name: str = "random_graph", input_sets: int = 1) -> Case:
     """A random type-correct DAG of ``n_ops`` sampled ops (plus adapters), deterministic in
     ``(seed, n_ops, ops)``; the graph for ``n_ops = k`` is a prefix of the one for ``k + 1``.
 
     Outputs: every tensor value no later node consumes. Buffers keep their final contents
-    (compared by the differential tests).
+    (compared by the differential tests). ``input_sets > 1`` adds up to ``input_sets - 1``
+    further input sets (``Case.extra_inputs``, CONF-30): the same structure rebuilt with
+    other values (``EXTRA_SET_RATES``).
     """
+    case = _random_graph(seed, n_ops, ops, name, RngArgSource(seed))
+    want = case.graph.structural_hash() if input_sets > 1 else ""
+    for k, rate in enumerate(EXTRA_SET_RATES[:max(0, input_sets - 1)]):
+        other = _random_graph(seed, n_ops, ops, name, RngArgSource(
+            seed, values_seed=(seed * 7919 + k + 1) & 0xFFFFFFFF, special_rate=rate))
+        if other.graph.structural_hash() == want:
+            case.extra_inputs.append(other.inputs)
+    return case
+
+
+def _random_graph(seed: int, n_ops: int, ops: Sequence[OpDef] | None, name: str,
+                  src: RngArgSource) -> Case:
     pool = [op for op in (ops if ops is not None else graph_families()["mixed"])
             if op.sample is not None]
-    src = RngArgSource(seed)
     g = Graph(name)
     b = _GraphBuilder(g, src)
     skipped: list[str] = []

@@ -15,10 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .harness import Harness
-from .strategies import Case, build_random_graph, graph_families
+from .harness import Harness, graphs_per_cell
+from .strategies import INPUT_SETS, Case, build_random_graph, graph_families
 
-#: Random-graph examples per test, as a multiple of the profile's ``max_examples``.
+#: Random-graph value checks per test, as a multiple of the profile's ``max_examples``
+#: (graphs x ``INPUT_SETS`` input sets each, CONF-30).
 EXAMPLES_FACTOR = 6
 MIXED_CHUNKS = 4
 MAX_OPS = 30
@@ -47,11 +48,11 @@ def test_graph(family: str, chunk: int, executor: Any, reference: Any,
     salt = chunk * 0x9E3779B1
 
     base = settings.default.max_examples if settings.default is not None else 10
-    @settings(max_examples=base * EXAMPLES_FACTOR)
+    @settings(max_examples=graphs_per_cell(request.config, base * EXAMPLES_FACTOR))
     @given(seed=st.integers(0, 2**32 - 1), n_ops=st.integers(1, MAX_OPS))
     def prop(seed: int, n_ops: int) -> None:
         case: Case = build_random_graph((seed ^ salt) & 0xFFFFFFFF, n_ops, ops,
-                                        name=f"{family}_graph")
+                                        name=f"{family}_graph", input_sets=INPUT_SETS)
         h.check(case)
 
     h.run(prop)

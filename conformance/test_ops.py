@@ -6,8 +6,10 @@ dtype (``OpDef.data_dtypes``, OPDT-3: ``select-float32-general`` varies select's
 ``random_uniform-bfloat16-scalar`` its result). ``test_op[add-float32-broadcast]`` runs the
 executor under test and the reference on the same one-op graphs and compares outputs and
 final buffer contents under the op's tolerance class (TOL-1), with unspecified elements
-masked (TOL-2). Every (op, data dtype) no cell reaches, ops without a ``sample`` function
-included, gets a ``test_op_not_covered`` test that reports it as *not covered* with the
+masked (TOL-2). Each generated graph runs on several input sets (CONF-30), so a cell
+runs ``max_examples / INPUT_SETS`` graphs for ``max_examples`` value checks. Every (op,
+data dtype) no cell reaches, ops without a ``sample`` function included, gets a
+``test_op_not_covered`` test that reports it as *not covered* with the
 reason (CONF-21).
 """
 
@@ -16,11 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 
 from interpreter.registry import REGISTRY, OpDef
 
-from .harness import Harness
+from .harness import Harness, graphs_per_cell
 from .outcomes import not_covered, record
 from .strategies import SHAPE_CLASSES, Case, cell_gaps, feasible_cells, single_op_calls
 
@@ -58,6 +60,7 @@ def test_op(op_name: str, dtype: Any, shape_class: str, executor: Any, reference
     h = Harness(request, executor, reference, conformance_artifacts, label, op=op_name,
                 dtype=dtype.value, shape_class=shape_class, rules=_rules(op))
 
+    @settings(max_examples=graphs_per_cell(request.config))  # each on INPUT_SETS sets
     @given(case=single_op_calls(op, dtype, shape_class))
     def prop(case: Case) -> None:
         h.check(case)

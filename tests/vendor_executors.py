@@ -8,11 +8,18 @@ from an executor that warns).
 
 from __future__ import annotations
 
-from typing import Any
+import atexit
+import json
+import os
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import ml_dtypes
 import numpy as np
 
+from interpreter.errors import UnsupportedGraphError
+from interpreter.executor import InterpreterExecutor
 from interpreter.graph.core import Graph, Node
 from interpreter.registry.core import as_results
 
@@ -25,7 +32,10 @@ __all__ = [
     "OneUlpExp",
     "OneUlpOnScalars",
     "OneUlpReductions",
+    "RefusesEverything",
     "ScalarBfloat16Off",
+    "SlowCalls",
+    "SlowCompiler",
 ]
 
 
@@ -144,3 +154,55 @@ class LastBitFlipped(PatchedInterpreter):
         def wrong(*args: Any, **attrs: Any) -> Any:
             return tuple(_flip(o) for o in as_results(kernel(*args, **attrs)))
         return wrong
+
+
+class SlowCompiler(InterpreterExecutor):
+    """A correct executor that pays ``COMPILE_S`` (50 ms) the first time it sees a graph
+    structure (``Graph.structural_hash``; cache per instance), like an XLA-style compiler:
+    the control of CONF-30..33. With env ``SLOW_COMPILER_STATS=FILE`` each process appends
+    ``{"pid", "structures", "calls", "compile_s"}`` to FILE (one JSON line) at exit; env
+    ``SLOW_COMPILER_SECONDS`` overrides the compile time (0: count only)."""
+
+    COMPILE_S: ClassVar[float] = float(os.environ.get("SLOW_COMPILER_SECONDS", "0.05"))
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.compiled: set[str] = set()
+        self.calls = 0
+        path = os.environ.get("SLOW_COMPILER_STATS")
+        if path:
+            atexit.register(self._dump, path)
+
+    def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[Any]:
+        self.calls += 1
+        key = graph.structural_hash()
+        if key not in self.compiled:
+            self.compiled.add(key)
+            time.sleep(self.COMPILE_S)
+        return super().execute(graph, inputs)
+
+    def _dump(self, path: str) -> None:
+        line = {"pid": os.getpid(), "structures": len(self.compiled), "calls": self.calls,
+                "compile_s": len(self.compiled) * self.COMPILE_S}
+        with open(path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+
+
+class RefusesEverything(InterpreterExecutor):
+    """Refuses every graph (``UnsupportedGraphError``) and counts the calls (CONF-34)."""
+
+    calls: ClassVar[int] = 0
+
+    def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[Any]:
+        type(self).calls += 1
+        raise UnsupportedGraphError("RefusesEverything: no graph is supported")
+
+
+class SlowCalls(InterpreterExecutor):
+    """Correct, but every call sleeps ``SLEEP_S`` (50 ms): slow-call reports (CONF-36)."""
+
+    SLEEP_S: ClassVar[float] = 0.05
+
+    def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[Any]:
+        time.sleep(self.SLEEP_S)
+        return super().execute(graph, inputs)
