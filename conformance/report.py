@@ -295,6 +295,11 @@ class _Incremental:
             except Exception:
                 pass
 
+    def end(self, exitstatus: int) -> None:
+        """The last line: how the run ended (absent when it was killed)."""
+        self._line({"kind": "end", "exit_status": int(exitstatus), "at": round(time.time(), 3),
+                    "complete": exitstatus != pytest.ExitCode.INTERRUPTED})
+
     def close(self) -> None:
         if self.file is not None:
             self.file.close()
@@ -354,6 +359,9 @@ def load_results(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]
         kind = obj.pop("kind", None)
         if kind == "meta":
             meta = obj
+        elif kind == "end":
+            meta.update(complete=bool(obj.get("complete")), exit_status=obj.get("exit_status"),
+                        last_result_at=obj.get("at", meta.get("last_result_at")))
         elif kind == "test" and "nodeid" in obj:
             at = obj.pop("at", None)
             if isinstance(at, int | float):
@@ -436,7 +444,10 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
                 out.append(item)
         return out
 
-    def total(key: str) -> int:
+    def total(key: str) -> int | None:
+        """Sum of a recorded count; None where no test recorded it."""
+        if not any(key in rec for rec in results.values()):
+            return None
         return sum(int(rec.get(key) or 0) for rec in results.values())
 
     seconds = meta.get("seconds")
@@ -518,6 +529,8 @@ def _write_report(config: pytest.Config, out: Path, exitstatus: int | None) -> N
     from .expectations import stale_entries
 
     state = config.stash.get(_STATE, None)
+    if state is not None and exitstatus is not None:
+        state.end(exitstatus)
     started = state.started if state is not None else time.time()
     meta = {**_meta_of(config, started), "seconds": round(time.time() - started, 1),
             "collected": state.collected if state is not None else None,
@@ -545,7 +558,8 @@ def main(argv: list[str] | None = None) -> int:
     started, last = meta.pop("started", None), meta.pop("last_result_at", None)
     if isinstance(started, int | float) and isinstance(last, int | float):
         meta["seconds"] = round(last - started, 1)  # up to the last finished test
-    meta.update(complete=False, rebuilt_from=str(args.results))
+    meta.setdefault("complete", False)  # no end line: the run was killed
+    meta["rebuilt_from"] = str(args.results)
     report = build_report(results, defined_rules(_spec_dir(None)), [], meta)
     out = (args.output or args.results).with_suffix(".json")
     page = write_report_files(report, out)

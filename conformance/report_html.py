@@ -23,7 +23,7 @@ LABELS = {"suite_error": "suite error", "fail": "fail", "deviation": "deviation"
           "pass": "pass", "skip": "skip"}
 SHAPES = ("scalar", "empty", "broadcast", "general")
 #: failures shown expanded; the rest start folded
-OPEN_FAILURES = 12
+OPEN_FAILURES = 5
 _CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0;
   color: #212121; background: #fafafa; }
@@ -156,13 +156,15 @@ def _summary(report: dict[str, Any]) -> str:
              for v in ("pass", "fail", "deviation", "xfail", "refused", "suite_error",
                        "not_covered", "skip")]
     secs = s.get("seconds")
-    stats = [f'<span class="stat" data-stat="tests">{s.get("tests", 0)} tests (not covered: '
-             f'op &times; dtype pairs)</span>',
-             f'<span class="stat" data-stat="structures">{s.get("structures", 0)} distinct '
-             f'graphs</span>',
-             f'<span class="stat" data-stat="calls">{s.get("calls", 0)} executor calls</span>',
-             f'<span class="stat" data-stat="value_checks">{s.get("value_checks", 0)} value '
-             f'checks</span>',
+    def count(key: str, label: str) -> str:
+        n = s.get(key)
+        return (f'<span class="stat" data-stat="{key}">{label}: '
+                f'{"not recorded" if n is None else n}</span>')
+
+    stats = [f'<span class="stat" data-stat="tests">{s.get("tests", 0)} tests; not covered '
+             f'counts op &times; dtype pairs</span>',
+             count("structures", "distinct graphs"), count("calls", "executor calls"),
+             count("value_checks", "value checks"),
              f'<span class="stat" data-stat="seconds">'
              f'{"?" if secs is None else f"{float(secs):.1f}"} s</span>']
     banner = ""
@@ -290,6 +292,13 @@ def _cases(report: dict[str, Any], key: str, sid: str, title: str, note: str) ->
     if not items:
         return f'<section id="{sid}" class="empty"><p><b>{_e(title)}</b>: none</p></section>'
     body = "".join(_case(x, i) for i, x in enumerate(items))
+    kinds: dict[str, int] = defaultdict(int)
+    for x in items:
+        for name in [d.get("class", "?") for d in x.get("diagnosis") or []] or ["no diagnosis"]:
+            kinds[str(name)] += 1
+    tally = ", ".join(f"<b>{_e(k)}</b> {v}" for k, v in sorted(kinds.items(),
+                                                                key=lambda kv: -kv[1]))
+    note += f" By diagnosis: {tally}."
     return (f'<section id="{sid}"><h2>{_e(title)} ({len(items)})</h2>'
             f'<p class="note">{note}</p>{body}</section>')
 

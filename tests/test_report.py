@@ -153,6 +153,11 @@ def test_html_page_matches_the_json(slice_run: tuple[Path, int]) -> None:
         assert f["repro"].endswith("repro.py") and Path(f["repro"]).is_file(), f
         assert case["repro"] == f"python {f['repro']}", case
         assert case["worst"] and f["worst"], f
+    rebuilt = tmp / "rebuilt.html"  # the same from the results file (CONF-63)
+    assert subprocess.run([sys.executable, "-m", "conformance.report", str(tmp / "r.jsonl"),
+                           "-o", str(rebuilt)], cwd=ROOT, timeout=120).returncode == 0
+    again = json.loads(rebuilt.with_suffix(".json").read_text())
+    assert again["tests"] == data["tests"] and again["summary"]["complete"] is True
     refused = data["refused"]
     assert [r["test"] for r in refused] == [
         "conformance/test_ops.py::test_op[argmax-float32-general]"]
