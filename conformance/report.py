@@ -1,43 +1,65 @@
 """``--conformance-report=PATH``: JSON at PATH and a self-contained HTML page next to it
-(CONF-8..10).
+(CONF-8..10, CONF-60..64).
 
 Results are gathered from test *reports* in ``pytest_runtest_logreport`` on the process that
 writes the terminal output: the only process in a serial run, the controller under
 pytest-xdist (workers ship each report's ``user_properties``). A test contributes its
-verdict, its metadata ``("conformance", {"op", "dtype", "shape_class", "rules"})`` (recorded
-by ``outcomes.record``) and the rule ids of its ``@pytest.mark.spec`` markers (copied into
-``user_properties`` at collection as ``("conformance_spec", [...])``). Only the controller
-writes, in ``pytest_sessionfinish``.
+verdict, its metadata ``("conformance", {"op", "dtype", "shape_class", "rules", ...})``
+(recorded by ``outcomes.record``; ``structures``, ``calls``, ``value_checks``,
+``diagnosis`` and ``deviations`` are shown when present) and the rule ids of its
+``@pytest.mark.spec`` markers (copied into ``user_properties`` at collection as
+``("conformance_spec", [...])``).
+
+Every result is appended to ``PATH`` with suffix ``.jsonl`` as soon as it is known (one
+flushed line per test, CONF-62), and JSON + HTML are rebuilt from it at most once a minute
+while the run goes on and at the end, interrupted or not. A run killed before its end still
+leaves the ``.jsonl``: ``python -m conformance.report PATH.jsonl -o report.html`` builds
+the report of the tests that finished.
+
+Under ``--junitxml`` every test case carries the properties ``op``, ``dtype``,
+``shape_class``, ``outcome``, ``diagnosis`` and ``repro`` (CONF-64).
 """
 
 from __future__ import annotations
 
-import html
+import argparse
 import json
 import re
+import signal
 import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
 from .calls import SUITE_ERROR
 from .outcomes import NOT_COVERED, REFUSED, SUITE_ERROR_OUTCOME
 
-__all__ = ["VERDICTS", "build_report", "defined_rules", "verdict_of"]
+__all__ = ["VERDICTS", "build_report", "defined_rules", "load_results", "main",
+           "render_html", "verdict_of", "write_report_files"]
 
-#: Cell verdicts, worst first (a cell shows the worst verdict of its tests, CONF-8).
+#: Cell verdicts, worst first (a cell shows the worst verdict of its tests, CONF-8/60).
 #: ``suite_error``: the suite's own code failed; nothing is known about the executor (CONF-22).
-VERDICTS = (SUITE_ERROR_OUTCOME, "fail", "xfail", "refused", "pass", "skip")
+#: ``deviation``: every failure of the test was explained by a declared deviation class.
+VERDICTS = (SUITE_ERROR_OUTCOME, "fail", "deviation", "xfail", "refused", "not_covered",
+            "pass", "skip")
 SPEC_PROP = "conformance_spec"
+DEVIATION = "deviation"
+#: the longest failure message kept in the report (the artifacts hold the full one)
+MESSAGE_CHARS = 6000
+#: seconds between two rebuilds of JSON/HTML while the run goes on (CONF-62)
+REBUILD_EVERY = 60.0
 _RULE = re.compile(r"^- \*\*([A-Za-z0-9_.\-]+)\*\*", re.M)
+_REPRO = re.compile(r"repro: python (\S+repro\.py)")
 _RESULTS = pytest.StashKey[dict[str, dict[str, Any]]]()
+_STATE = pytest.StashKey["_Incremental"]()
 
 
 def verdict_of(report: pytest.TestReport) -> str:
-    """pass / fail / refused / xfail / skip (CONF-4), or suite_error (CONF-22)."""
+    """pass / fail / deviation / refused / not_covered / xfail / skip (CONF-4),
+    or suite_error (CONF-22)."""
     if report.failed and _suite_error(report):
         return SUITE_ERROR_OUTCOME
     if hasattr(report, "wasxfail"):
@@ -45,19 +67,37 @@ def verdict_of(report: pytest.TestReport) -> str:
     if report.failed:
         return "fail"
     if report.skipped:
-        longrepr = report.longrepr
-        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
-        if isinstance(reason, str) and REFUSED in reason[:20]:
+        reason = _skip_reason(report)
+        if REFUSED in reason[:20]:
             return "refused"
+        if NOT_COVERED in reason[:20]:
+            return "not_covered"
         return "skip"
+    meta = _meta(report)
+    if meta.get("outcome") == DEVIATION or meta.get("deviations"):
+        return DEVIATION  # passed only because a declared class was accepted
     return "pass"
 
 
-def _suite_error(report: pytest.TestReport) -> bool:
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+    if not isinstance(reason, str):
+        return ""
+    return reason.removeprefix("Skipped: ")
+
+
+def _meta(report: pytest.TestReport) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
     for key, value in report.user_properties:
-        if key == "conformance" and isinstance(value, dict) and (
-                value.get("outcome") == SUITE_ERROR_OUTCOME):
-            return True
+        if key == "conformance" and isinstance(value, dict):
+            meta.update(value)
+    return meta
+
+
+def _suite_error(report: pytest.TestReport) -> bool:
+    if _meta(report).get("outcome") == SUITE_ERROR_OUTCOME:
+        return True
     return report.longreprtext.lstrip().startswith(SUITE_ERROR)
 
 
@@ -71,16 +111,57 @@ def defined_rules(spec_dir: Path) -> dict[str, str]:
     return rules
 
 
-def _spec_dir(config: pytest.Config) -> Path:
+def _spec_dir(config: pytest.Config | None) -> Path:
     """spec/ of the checkout, or the copy an install puts in ``<prefix>/share``."""
     installed = Path(sys.prefix) / "share" / "eager-conformance"
-    for base in (config.rootpath, Path(__file__).resolve().parent.parent, installed):
+    bases = [Path(__file__).resolve().parent.parent, installed]
+    if config is not None:
+        bases.insert(0, config.rootpath)
+    for base in bases:
         if (base / "spec").is_dir():
             return base / "spec"
-    return config.rootpath / "spec"
+    return bases[0] / "spec"
 
 
-# -- collection -------------------------------------------------------------------------------
+# -- one test's record ---------------------------------------------------------------------------
+def record_of(report: pytest.TestReport) -> dict[str, Any]:
+    """What the report keeps of one test report (plain JSON values)."""
+    meta = _meta(report)
+    rules: set[str] = set()
+    for key, value in report.user_properties:
+        if key == SPEC_PROP and isinstance(value, list | tuple):
+            rules.update(str(v) for v in value)
+    rules.update(meta.get("rules") or ())
+    verdict = verdict_of(report)
+    rec: dict[str, Any] = {"verdict": verdict, "op": meta.get("op"),
+                           "dtype": _name(meta.get("dtype")),
+                           "shape_class": meta.get("shape_class"),
+                           "rules": sorted(rules), "duration": round(report.duration, 6)}
+    if meta.get("not_covered"):  # why an (op, dtype) cannot be tested (CONF-21)
+        rec["not_covered"] = str(meta["not_covered"])
+    for key in ("structures", "calls", "value_checks", "examples", "deviations"):
+        if meta.get(key) is not None:
+            rec[key] = meta[key]
+    if meta.get("diagnosis"):
+        rec["diagnosis"] = [d if isinstance(d, dict) else {"class": str(d)}
+                            for d in meta["diagnosis"]]
+    if verdict in ("fail", SUITE_ERROR_OUTCOME, "xfail"):
+        text = str(getattr(report, "wasxfail", "") or "") if verdict == "xfail" else ""
+        text = text or report.longreprtext
+        rec["message"] = text[:MESSAGE_CHARS]
+        m = _REPRO.search(report.longreprtext)
+        if m:
+            rec["repro"] = m.group(1)
+    elif verdict in ("refused", "not_covered", "skip"):
+        rec["message"] = _skip_reason(report)[:MESSAGE_CHARS]
+    return rec
+
+
+def _name(v: Any) -> Any:
+    return None if v is None else str(getattr(v, "value", v))
+
+
+# -- collection and results ----------------------------------------------------------------------
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         ids = sorted({str(a) for m in item.iter_markers("spec") for a in m.args})
@@ -96,32 +177,20 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     config = _CONFIG[-1] if _CONFIG else None
     if config is None or not config.getoption("conformance_report", None):
         return
+    if report.when == "setup" and report.passed:
+        return  # the call's report follows; until then the test has not finished
     results = config.stash.setdefault(_RESULTS, {})
     rec = results.get(report.nodeid)
     if report.when == "call" or rec is None or (report.when == "setup" and not report.passed):
         if report.when == "teardown" and report.passed:
             return
-        meta: dict[str, Any] = {}
-        rules: set[str] = set()
-        for key, value in report.user_properties:
-            if key == "conformance" and isinstance(value, dict):
-                meta.update(value)
-            elif key == SPEC_PROP and isinstance(value, list | tuple):
-                rules.update(str(v) for v in value)
-        rules.update(meta.get("rules") or ())
-        verdict = verdict_of(report)
-        if rec is not None and report.when == "teardown" and verdict != "fail":
+        new = record_of(report)
+        if rec is not None and report.when == "teardown" and new["verdict"] != "fail":
             return
-        results[report.nodeid] = {"verdict": verdict, "op": meta.get("op"),
-                                  "dtype": _name(meta.get("dtype")),
-                                  "shape_class": meta.get("shape_class"),
-                                  "rules": sorted(rules), "duration": report.duration}
-        if meta.get("not_covered"):  # why an (op, dtype) cannot be tested (CONF-21)
-            results[report.nodeid]["not_covered"] = str(meta["not_covered"])
-
-
-def _name(v: Any) -> Any:
-    return None if v is None else str(getattr(v, "value", v))
+        results[report.nodeid] = new
+        state = config.stash.get(_STATE, None)
+        if state is not None:
+            state.add(report.nodeid, new)
 
 
 _CONFIG: list[pytest.Config] = []
@@ -130,14 +199,192 @@ _CONFIG: list[pytest.Config] = []
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     _CONFIG.append(session.config)
+    config = session.config
+    path = config.getoption("conformance_report", None)
+    if path and not hasattr(config, "workerinput"):
+        config.stash[_STATE] = _Incremental(config, _out_path(config, path))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is not None:
+        state.close()
     if _CONFIG and _CONFIG[-1] is config:
         _CONFIG.pop()
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    config = _CONFIG[-1] if _CONFIG else None
+    state = config.stash.get(_STATE, None) if config is not None else None
+    if state is not None:
+        state.collected = max(state.collected, len(ids))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = session.config.stash.get(_STATE, None)
+    if state is not None and not hasattr(session.config, "workerinput"):
+        state.collected = max(state.collected, len(session.items))
+
+
+# -- JUnit XML properties (CONF-64) -------------------------------------------------------------
+_CALL_REPORT = pytest.StashKey[pytest.TestReport]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    junit = bool(item.config.getoption("xmlpath", None))
+    if junit and call.when == "teardown":  # before the report copies the properties
+        first = item.stash.get(_CALL_REPORT, None)
+        if first is not None:
+            _add_junit_properties(item, first)
+    rep = yield
+    if junit and rep.when != "teardown" and (rep.when == "call" or not rep.passed):
+        item.stash[_CALL_REPORT] = rep
+    return rep
+
+
+def _add_junit_properties(item: pytest.Item, rep: pytest.TestReport) -> None:
+    """Flat ``op``/``dtype``/``shape_class``/``outcome``/``diagnosis``/``repro`` properties
+    (junitxml writes the teardown report's ``user_properties``)."""
+    rec = record_of(rep)
+    props = {"op": rec["op"], "dtype": rec["dtype"], "shape_class": rec["shape_class"],
+             "outcome": rec["verdict"],
+             "diagnosis": ", ".join(_diagnosis_names(rec)) or None,
+             "deviations": ", ".join(map(str, rec.get("deviations") or ())) or None,
+             "repro": rec.get("repro")}
+    for key, value in props.items():
+        if value is not None:
+            item.user_properties.append((key, value))
+
+
+def _diagnosis_names(rec: dict[str, Any]) -> list[str]:
+    out = []
+    for d in rec.get("diagnosis") or ():
+        name = str(d.get("class", "?"))
+        out.append(f"{name} [{d['rule']}]" if d.get("rule") else name)
+    return out
+
+
+# -- incremental results (CONF-62) --------------------------------------------------------------
+class _Incremental:
+    """The controller's ``.jsonl`` of results, flushed per test, and periodic rebuilds."""
+
+    def __init__(self, config: pytest.Config, out: Path) -> None:
+        self.config = config
+        self.out = out
+        self.collected = 0
+        self.started = time.time()
+        self.last_build = time.monotonic()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.file: IO[str] | None = jsonl_path(out).open("w", encoding="utf-8")
+        self._line({"kind": "meta", **_meta_of(config, self.started)})
+        self._previous_term = _catch_sigterm()
+
+    def _line(self, obj: dict[str, Any]) -> None:
+        if self.file is not None:
+            self.file.write(json.dumps(obj, default=str) + "\n")
+            self.file.flush()
+
+    def add(self, nodeid: str, rec: dict[str, Any]) -> None:
+        self._line({"kind": "test", "nodeid": nodeid, "at": round(time.time(), 3), **rec})
+        if time.monotonic() - self.last_build >= REBUILD_EVERY:
+            self.last_build = time.monotonic()
+            try:  # a partial report; a fault here is reported by the final build
+                _write_report(self.config, self.out, None)
+            except Exception:
+                pass
+
+    def end(self, exitstatus: int) -> None:
+        """The last line: how the run ended (absent when it was killed)."""
+        self._line({"kind": "end", "exit_status": int(exitstatus), "at": round(time.time(), 3),
+                    "complete": exitstatus != pytest.ExitCode.INTERRUPTED})
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+        _restore_sigterm(self._previous_term)
+
+
+def _catch_sigterm() -> Any:
+    """SIGTERM (``timeout``, CI cancellation) ends the run like Ctrl-C, so the report of
+    what finished is still written; only where nobody else handles it."""
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            return signal.signal(signal.SIGTERM, _sigterm)
+    except (ValueError, OSError):  # not the main thread
+        pass
+    return None
+
+
+def _sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _restore_sigterm(previous: Any) -> None:
+    if previous is not None and signal.getsignal(signal.SIGTERM) is _sigterm:
+        try:
+            signal.signal(signal.SIGTERM, previous)
+        except (ValueError, OSError):
+            pass
+
+
+def jsonl_path(out: Path) -> Path:
+    """The incremental results file of the report at ``out``."""
+    return out.with_suffix(".jsonl")
+
+
+def _meta_of(config: pytest.Config, started: float) -> dict[str, Any]:
+    from hypothesis import settings
+
+    return {"executor": config.getoption("executor", None) or
+            "interpreter.executor:InterpreterExecutor",
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+            "started": started,
+            "profile": settings.get_current_profile_name(),
+            "workers": getattr(config.option, "numprocesses", None) or 0}
+
+
+def load_results(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(meta, results by node id) from a ``.jsonl`` results file; a last line cut short by a
+    kill is ignored, a later line for the same test replaces an earlier one."""
+    meta: dict[str, Any] = {}
+    results: dict[str, dict[str, Any]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        kind = obj.pop("kind", None)
+        if kind == "meta":
+            meta = obj
+        elif kind == "end":
+            meta.update(complete=bool(obj.get("complete")), exit_status=obj.get("exit_status"),
+                        last_result_at=obj.get("at", meta.get("last_result_at")))
+        elif kind == "test" and "nodeid" in obj:
+            at = obj.pop("at", None)
+            if isinstance(at, int | float):
+                meta["last_result_at"] = max(at, meta.get("last_result_at", at))
+            results[obj.pop("nodeid")] = obj
+    return meta, results
+
+
 # -- building ----------------------------------------------------------------------------------
+def _worst(message: str) -> list[str]:
+    """The 'worst elements' lines of a comparison failure message."""
+    lines = message.splitlines()
+    for i, line in enumerate(lines):
+        if "worst elements" in line or "first differing elements" in line:
+            out = [line.strip()]
+            for more in lines[i + 1:]:
+                if not more.startswith("    "):
+                    break
+                out.append(more.strip())
+            return out[:9]
+    return []
+
+
 def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, str],
                  stale: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
     """The report as plain JSON data (deterministic order; independent of xdist)."""
@@ -153,7 +400,8 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
         verdict = next(v for v in VERDICTS if counts[v]) if counts else "skip"
         matrix.append({"op": op, "dtype": dtype, "shape_class": sc, "verdict": verdict,
                        "counts": dict(sorted(counts.items()))})
-    exercised = {(m["op"], m["dtype"]) for m in matrix if m["verdict"] != "skip"}
+    exercised = {(m["op"], m["dtype"]) for m in matrix
+                 if m["verdict"] not in ("skip", "not_covered")}
     why = {(rec["op"], rec["dtype"]): rec["not_covered"] for rec in results.values()
            if rec.get("not_covered")}
     not_covered = [{"op": name, "dtype": d.value,
@@ -171,14 +419,58 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
              for r, page in sorted(rules_defined.items())]
     undefined = sorted(set(tested) - set(rules_defined))
     totals = Counter(rec["verdict"] for rec in results.values())
+    per_op: dict[str, Counter[str]] = defaultdict(Counter)
+    for rec in results.values():
+        if rec["op"]:
+            per_op[rec["op"]][rec["verdict"]] += 1
+    ops = [{"op": name, "category": op.category,
+            "verdict": next((v for v in VERDICTS if per_op[name][v]), "not_covered"),
+            "counts": dict(sorted(per_op[name].items())),
+            "not_covered": [nc["dtype"] for nc in not_covered if nc["op"] == name]}
+           for name, op in sorted(REGISTRY.items())]
+    ops += [{"op": name, "category": "-", "counts": dict(sorted(c.items())),
+             "verdict": next(v for v in VERDICTS if c[v]), "not_covered": []}
+            for name, c in sorted(per_op.items()) if name not in REGISTRY]
+
+    def listed(verdicts: tuple[str, ...]) -> list[dict[str, Any]]:
+        out = []
+        for nodeid, rec in sorted(results.items()):
+            if rec["verdict"] in verdicts:
+                item = {"test": nodeid, **{k: rec.get(k) for k in (
+                    "verdict", "op", "dtype", "shape_class", "diagnosis", "deviations",
+                    "message", "repro") if rec.get(k) is not None}}
+                if rec["verdict"] in ("fail", SUITE_ERROR_OUTCOME, "xfail"):
+                    item["worst"] = _worst(rec.get("message", ""))
+                out.append(item)
+        return out
+
+    def total(key: str) -> int | None:
+        """Sum of a recorded count; None where no test recorded it."""
+        if not any(key in rec for rec in results.values()):
+            return None
+        return sum(int(rec.get(key) or 0) for rec in results.values())
+
+    seconds = meta.get("seconds")
+    summary = {**{v: totals.get(v, 0) for v in VERDICTS}, "tests": len(results),
+               "not_covered_pairs": len(not_covered), "structures": total("structures"),
+               "calls": total("calls"), "value_checks": total("value_checks"),
+               "seconds": seconds, "complete": bool(meta.get("complete", False))}
     return {
         "meta": meta,
+        "summary": summary,
         "totals": {v: totals.get(v, 0) for v in VERDICTS},
-        "tests": {k: {kk: vv for kk, vv in v.items() if kk != "duration"}
+        "tests": {k: {kk: vv for kk, vv in v.items()
+                      if kk not in ("duration", "message", "repro")}
                   for k, v in sorted(results.items())},
+        "failures": listed(("fail",)),
+        "deviations": listed((DEVIATION,)),
+        "xfails": listed(("xfail",)),
+        "refused": listed(("refused",)),
         "matrix": matrix,
+        "ops": ops,
         "suite_errors": sorted(k for k, v in results.items()
                                if v["verdict"] == SUITE_ERROR_OUTCOME),
+        "suite_error_details": listed((SUITE_ERROR_OUTCOME,)),
         "not_covered": not_covered,
         "rules": rules,
         "rules_uncovered": [r["id"] for r in rules if not r["tests"]],
@@ -187,84 +479,24 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
     }
 
 
-_COLORS = {SUITE_ERROR_OUTCOME: "#000000",
-           "fail": "#e74c3c", "xfail": "#f39c12", "refused": "#8e44ad", "pass": "#27ae60",
-           "skip": "#95a5a6", "not covered": "#dddddd"}
-
-
 def render_html(report: dict[str, Any]) -> str:
-    """One self-contained page (inline CSS, no scripts or external resources)."""
-    e = html.escape
-    by_op: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for m in report["matrix"]:
-        by_op[m["op"]][m["dtype"]].append(m)
-    reasons: dict[tuple[str, str], str] = {}
-    for nc in report["not_covered"]:
-        by_op[nc["op"]].setdefault(nc["dtype"], [])
-        reasons[nc["op"], nc["dtype"]] = nc.get("reason", "")
-    dtypes = sorted({d for row in by_op.values() for d in row})
-    rows = []
-    for op in sorted(by_op):
-        tds = []
-        for d in dtypes:
-            if d not in by_op[op]:
-                tds.append("<td></td>")
-                continue
-            cells = by_op[op][d]
-            if not cells:
-                tds.append(f'<td class="c" style="background:{_COLORS["not covered"]}" '
-                           f'title="{e(op)} {e(d)}: not covered: {e(reasons.get((op, d), ""))}"'
-                           '>&middot;</td>')
-                continue
-            spans = "".join(
-                f'<span style="background:{_COLORS[c["verdict"]]}" title="{e(op)} {e(d)} '
-                f'{e(c["shape_class"])}: {e(c["verdict"])} {e(json.dumps(c["counts"]))}">'
-                f'{e(c["shape_class"][:2])}</span>' for c in cells)
-            tds.append(f'<td class="c">{spans}</td>')
-        rows.append(f"<tr><th>{e(op)}</th>{''.join(tds)}</tr>")
-    head = "".join(f"<th>{e(d)}</th>" for d in dtypes)
-    totals = " ".join(f'<span style="background:{_COLORS[k]}">{e(k)}: {v}</span>'
-                      for k, v in report["totals"].items())
-    rule_rows = "".join(
-        f"<tr><td>{e(r['id'])}</td><td>{e(r['page'])}</td><td>{r['tests']}</td>"
-        f"<td>{e(json.dumps(r['verdicts']))}</td></tr>" for r in report["rules"])
-    stale = "".join(f"<li>{e(s['selector'])}: {e(s['why'])}</li>"
-                    for s in report["stale_expectations"]) or "<li>none</li>"
-    fails = "".join(f"<li><code>{e(k)}</code></li>" for k, v in report["tests"].items()
-                    if v["verdict"] == "fail") or "<li>none</li>"
-    suite_errors = "".join(f"<li><code>{e(k)}</code></li>" for k in report["suite_errors"])
-    if suite_errors:
-        suite_errors = ("<h2>suite errors (bugs of the conformance suite, not of the "
-                        f"executor: please report them)</h2><ul>{suite_errors}</ul>")
-    meta = e(json.dumps(report["meta"], indent=1))
-    legend = " ".join(f'<span style="background:{c}">{e(k)}</span>'
-                      for k, c in _COLORS.items())
-    n_rules = len(report["rules"])
-    covered = n_rules - len(report["rules_uncovered"])
-    return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>eager-conformance report</title>
-<style>
-body {{ font-family: sans-serif; margin: 1.5em; }}
-table {{ border-collapse: collapse; font-size: 12px; }}
-td, th {{ border: 1px solid #ccc; padding: 2px 4px; }}
-td.c span, p span {{ display: inline-block; color: white; padding: 0 3px; margin: 1px;
-  border-radius: 3px; }}
-td.c {{ white-space: nowrap; }}
-pre {{ background: #f4f4f4; padding: .5em; }}
-</style></head><body>
-<h1>eager-conformance report</h1>
-<pre>{meta}</pre>
-<p>{totals}</p>
-{suite_errors}
-<h2>fails</h2><ul>{fails}</ul>
-<h2>op &times; dtype &times; shape class</h2>
-<p>legend: {legend}; shape classes: sc=scalar, em=empty, br=broadcast, ge=general</p>
-<table><tr><th>op</th>{head}</tr>{''.join(rows)}</table>
-<h2>spec rules ({covered} of {n_rules} named by a test)</h2>
-<table><tr><th>rule</th><th>page</th><th>tests</th><th>verdicts</th></tr>{rule_rows}</table>
-<h2>stale expectations</h2><ul>{stale}</ul>
-</body></html>
-"""
+    """One self-contained page (see :mod:`conformance.report_html`)."""
+    from .report_html import render
+
+    return render(report)
+
+
+def write_report_files(report: dict[str, Any], out: Path) -> Path:
+    """JSON at ``out`` and HTML next to it; returns the HTML path."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    page = out.with_suffix(".html")
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(report, indent=1, default=str))
+    tmp.replace(out)
+    tmp = out.with_suffix(".html.tmp")
+    tmp.write_text(render_html(report), encoding="utf-8")
+    tmp.replace(page)
+    return page
 
 
 @pytest.hookimpl(trylast=True)
@@ -274,7 +506,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not path or hasattr(config, "workerinput"):
         return  # only the controller (or a serial run) writes (CONF-10)
     try:
-        _write_report(session, config, Path(path), exitstatus)
+        _write_report(config, _out_path(config, path), exitstatus)
     except Exception as e:  # the suite's own failure, said so (CONF-22)
         from .calls import suite_error_message
 
@@ -287,25 +519,53 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             print(text, file=sys.stderr)
 
 
-def _write_report(session: pytest.Session, config: pytest.Config, out: Path,
-                  exitstatus: int) -> None:
+def _out_path(config: pytest.Config, path: str) -> Path:
+    out = Path(path)
+    return out if out.is_absolute() else Path(config.invocation_params.dir) / out
+
+
+def _write_report(config: pytest.Config, out: Path, exitstatus: int | None) -> None:
+    """Build JSON + HTML from this run's results; ``exitstatus`` None: the run goes on."""
     from .expectations import stale_entries
 
-    meta = {"executor": config.getoption("executor", None) or
-            "interpreter.executor:InterpreterExecutor",
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "workers": getattr(config.option, "numprocesses", None) or 0,
-            "exit_status": int(exitstatus)}
+    state = config.stash.get(_STATE, None)
+    if state is not None and exitstatus is not None:
+        state.end(exitstatus)
+    started = state.started if state is not None else time.time()
+    meta = {**_meta_of(config, started), "seconds": round(time.time() - started, 1),
+            "collected": state.collected if state is not None else None,
+            "complete": exitstatus is not None and exitstatus != pytest.ExitCode.INTERRUPTED,
+            "exit_status": None if exitstatus is None else int(exitstatus)}
+    meta.pop("started", None)
     report = build_report(config.stash.get(_RESULTS, {}), defined_rules(_spec_dir(config)),
-                          stale_entries(config), meta)
-    if not out.is_absolute():
-        out = Path(config.invocation_params.dir) / out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1, default=str))
-    out.with_suffix(".html").write_text(render_html(report), encoding="utf-8")
+                          stale_entries(config) if exitstatus is not None else [], meta)
+    page = write_report_files(report, out)
     tr = config.pluginmanager.get_plugin("terminalreporter")
-    if tr is not None:
-        tr.write_line(f"conformance report: {out} and {out.with_suffix('.html')}")
+    if tr is not None and exitstatus is not None:
+        tr.write_line(f"conformance report: {out} and {page}")
 
 
-_ = NOT_COVERED
+# -- command line (CONF-63) ----------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    """``python -m conformance.report RESULTS.jsonl [-o report.html]``: the report of the
+    tests a run finished, from its incremental results file (e.g. after a kill)."""
+    ap = argparse.ArgumentParser(prog="python -m conformance.report", description=main.__doc__)
+    ap.add_argument("results", type=Path, help="the .jsonl file written next to the report")
+    ap.add_argument("-o", "--output", type=Path, default=None,
+                    help="HTML page to write (JSON next to it; default: next to RESULTS)")
+    args = ap.parse_args(argv)
+    meta, results = load_results(args.results)
+    started, last = meta.pop("started", None), meta.pop("last_result_at", None)
+    if isinstance(started, int | float) and isinstance(last, int | float):
+        meta["seconds"] = round(last - started, 1)  # up to the last finished test
+    meta.setdefault("complete", False)  # no end line: the run was killed
+    meta["rebuilt_from"] = str(args.results)
+    report = build_report(results, defined_rules(_spec_dir(None)), [], meta)
+    out = (args.output or args.results).with_suffix(".json")
+    page = write_report_files(report, out)
+    print(f"conformance report of {len(results)} finished tests: {out} and {page}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
