@@ -1,0 +1,186 @@
+"""Diagnosis of divergences (CONF-40): each platform effect of ``tests/broken_executors.py``
+is named by its class, and only by it, on a small hand-built graph that shows it; declared
+classes explain exactly the failures they reproduce (CONF-41)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conformance.diagnosis import CLASSES, diagnose, explained_by, format_findings
+from conformance.differential import Verdict, check_case
+from conformance.strategies import Case
+from interpreter.dtype import DType
+from interpreter.executor import InterpreterExecutor
+from interpreter.graph import ops
+from interpreter.graph.core import Graph, TensorValue
+from interpreter.types import TensorType
+from tests.broken_executors import (
+    DoubleRoundingCast,
+    Float16KeptInFloat32,
+    FlushToZero,
+    FlushToZeroSignBug,
+    FusedMultiplyAdd,
+    NaNIgnoringMaximum,
+    PatchedInterpreter,
+    RoundHalfAwayFromZero,
+    SaturatingInt8Negate,
+    TruncatingFloorDiv,
+)
+
+REF = InterpreterExecutor()
+F16, F32, F64 = np.float16, np.float32, np.float64
+
+
+def _graph(dtypes: list[DType], n: int, body: Callable[..., Any]) -> Graph:
+    types = [TensorType(d, (n,)) for d in dtypes]
+    with Graph("diag", input_types=types) as g:
+        args = [v for v in g.inputs if isinstance(v, TensorValue)]
+        out = body(*args)
+        g.output(*(out if isinstance(out, tuple) else (out,)))
+    return g
+
+
+def _fail(g: Graph, inputs: list[np.ndarray], executor: Any) -> tuple[Case, Verdict]:
+    case = Case(g, inputs)
+    v = check_case(case, executor, REF)
+    assert not v.ok, "the executor must fail this case"
+    return case, v
+
+
+def _classes(g: Graph, inputs: list[np.ndarray], executor: Any) -> list[str]:
+    case, v = _fail(g, inputs, executor)
+    return [f.cls for f in diagnose(case.graph, case.inputs, v.expected, v.actual)]
+
+
+@pytest.mark.spec("CONF-40", "NUM-11")
+def test_flushed_subnormals_are_ftz() -> None:
+    g = _graph([DType.float32] * 2, 3, lambda x, y: ops.add(x, y))
+    x = np.array([2.0**-130, 1 + 2.0**-20, -(2.0**-140)], F32)
+    y = np.array([0.0, 0.0, 0.0], F32)
+    assert _classes(g, [x, y], FlushToZero()) == ["ftz"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-12")
+def test_contracted_float64_multiply_add_is_fma() -> None:
+    g = _graph([DType.float64] * 3, 2, lambda a, b, c: ops.add(ops.mul(a, b), c))
+    a = np.array([1 + 2.0**-30, 2.0], F64)
+    b = np.array([1 - 2.0**-30, 3.0], F64)
+    c = np.array([-1.0, 1.0], F64)
+    assert _classes(g, [a, b, c], FusedMultiplyAdd()) == ["fma"]
+    g2 = _graph([DType.float64] * 3, 2, lambda a, b, c: ops.sub(c, ops.mul(a, b)))
+    assert _classes(g2, [a, b, -c], FusedMultiplyAdd()) == ["fma"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-12")
+def test_float16_chain_kept_in_float32_is_excess_precision() -> None:
+    g = _graph([DType.float16] * 3, 2, lambda x, y, z: ops.add(ops.add(x, y), z))
+    x = np.array([1.0, 2.0], F16)
+    y = np.array([2.0**-11, 0.0], F16)
+    assert _classes(g, [x, y, y.copy()], Float16KeptInFloat32()) == ["excess-precision"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-4")
+def test_float64_to_float16_through_float32_is_double_rounding() -> None:
+    g = _graph([DType.float64], 2, lambda x: ops.cast(x, DType.float16))
+    x = np.array([1 + 2.0**-11 + 2.0**-40, 3.0], F64)
+    assert _classes(g, [x], DoubleRoundingCast()) == ["double-rounding"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-8")
+def test_nan_ignoring_maximum_is_nan_dropped() -> None:
+    g = _graph([DType.float32] * 2, 3, lambda x, y: ops.maximum(x, y))
+    x = np.array([np.nan, 1.0, 2.0], F32)
+    y = np.array([1.0, np.nan, -2.0], F32)
+    assert _classes(g, [x, y], NaNIgnoringMaximum()) == ["nan-dropped"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-2")
+def test_saturating_int8_negate_is_int_saturation() -> None:
+    g = _graph([DType.int8], 3, lambda x: ops.negate(x))
+    assert _classes(g, [np.array([-128, 5, 0], np.int8)], SaturatingInt8Negate()) == [
+        "int-saturation"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-3", "NUM-9")
+def test_half_away_round_and_truncating_division_are_rounding_mode() -> None:
+    g = _graph([DType.float32], 3, lambda x: ops.round(x))
+    assert _classes(g, [np.array([2.5, -0.5, 1.25], F32)], RoundHalfAwayFromZero()) == [
+        "rounding-mode"]
+    g2 = _graph([DType.int32] * 2, 2, lambda a, b: ops.floor_div(a, b))
+    ints = [np.array([-7, 8], np.int32), np.array([2, 3], np.int32)]
+    assert _classes(g2, ints, TruncatingFloorDiv()) == ["rounding-mode"]
+
+
+class _PlusZero(PatchedInterpreter):
+    overrides: ClassVar[dict[str, Any]] = {"mul": lambda a, b: np.multiply(a, b) + 0.0}
+
+
+class _DivInHalf(PatchedInterpreter):
+    overrides: ClassVar[dict[str, Any]] = {
+        "div": lambda a, b: (a.astype(F16) / b.astype(F16)).astype(a.dtype)}
+
+
+class _SloppyExp(PatchedInterpreter):
+    overrides: ClassVar[dict[str, Any]] = {
+        "exp": lambda x: (np.exp(x.astype(F64)) * (1 + 2.0**-12)).astype(x.dtype)}
+
+
+@pytest.mark.spec("CONF-40", "NUM-9")
+def test_lost_zero_sign_and_float16_arithmetic() -> None:
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.mul(x, y))
+    xy = [np.array([-1.0, 3.0], F32), np.array([0.0, 2.0], F32)]
+    assert _classes(g, xy, _PlusZero()) == ["signed-zero"]
+    g2 = _graph([DType.float32] * 2, 2, lambda x, y: ops.div(x, y))
+    xy = [np.array([1.0, 2.0], F32), np.array([3.0, 7.0], F32)]
+    assert _classes(g2, xy, _DivInHalf()) == ["reduced-precision"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-7")
+def test_transcendental_beyond_budget_gives_the_ulp_error() -> None:
+    g = _graph([DType.float32], 2, lambda x: ops.exp(x))
+    case, v = _fail(g, [np.array([0.0, -0.0], F32)], _SloppyExp())  # 1 + 2**-12
+    (f,) = diagnose(case.graph, case.inputs, v.expected, v.actual)
+    assert f.cls == "transcendental" and f.rule == "NUM-7"
+    assert "exp [float32] is off by up to 2048 ULP (budget 2 ULP" in f.detail
+
+
+@pytest.mark.spec("CONF-40")
+def test_an_unexplained_failure_says_so() -> None:
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.add(x, y))
+    xy = [np.array([-1.0, 2.0], F32), np.array([-2.0, 1.0], F32)]
+    case, v = _fail(g, xy, FlushToZeroSignBug())
+    found = diagnose(case.graph, case.inputs, v.expected, v.actual)
+    assert found == []
+    assert format_findings(found).startswith("diagnosis: unexplained: no known platform "
+                                             "effect reproduces these results (checked: ftz,")
+
+
+@pytest.mark.spec("CONF-41")
+def test_declared_ftz_explains_flushing_but_not_a_sign_bug() -> None:
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.add(x, y))
+    ex = FlushToZeroSignBug()
+    flush = [np.array([2.0**-130, 1.0], F32), np.array([0.0, 1.0], F32)]
+    case, v = _fail(g, flush, ex)
+    assert explained_by(case.graph, case.inputs, v.actual, ["ftz"])
+    assert not explained_by(case.graph, case.inputs, v.actual, ["fma"])
+    both = [np.array([2.0**-130, -1.0], F32), np.array([0.0, -1.0], F32)]
+    case, v = _fail(g, both, ex)
+    assert not explained_by(case.graph, case.inputs, v.actual, ["ftz"])
+    assert "transcendental" in CLASSES and "ftz" in CLASSES
+
+
+@pytest.mark.spec("CONF-40", "NUM-4")
+def test_bfloat16_double_rounding_matches_ml_dtypes() -> None:
+    """The double-rounding variant of a float64 -> bfloat16 cast is ml_dtypes' own cast
+    (which rounds through float32), and differs from the reference's single rounding."""
+    g = _graph([DType.float64], 1, lambda x: ops.cast(x, DType.bfloat16))
+    x = np.array([1 + 2.0**-8 + 2.0**-30], F64)
+    case, v = _fail(g, [x], DoubleRoundingCast())
+    assert v.actual["out0"][0] == x.astype(ml_dtypes.bfloat16)[0] == 1.0
+    assert [f.cls for f in diagnose(case.graph, case.inputs, v.expected, v.actual)] == [
+        "double-rounding"]
