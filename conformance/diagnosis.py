@@ -43,7 +43,7 @@ from interpreter.types import BufferType
 
 from .compare import compare_arrays, compare_op, same_bits, ulp_distance
 
-__all__ = ["CLASSES", "Finding", "diagnose", "explained_by", "format_findings",
+__all__ = ["CLASSES", "Finding", "annotate", "diagnose", "explained_by", "format_findings",
            "variant_outputs"]
 
 Kernel = Callable[..., Any]
@@ -453,3 +453,15 @@ def format_findings(findings: Sequence[Finding]) -> str:
                 f"(checked: {', '.join(CLASSES)})")
     lines = ["diagnosis:"] + [f"  {f}" for f in findings]
     return "\n".join(lines)
+
+
+def annotate(graph: Graph, inputs: Sequence[np.ndarray], expected: dict[str, np.ndarray],
+             actual: dict[str, np.ndarray]) -> tuple[str, list[dict[str, str]]]:
+    """The ``diagnosis:`` block for a failure message and the report metadata (a list of
+    ``{"class", "rule", "detail"}``). A diagnosis that raises never hides the failure."""
+    try:
+        findings = diagnose(graph, inputs, expected, actual)
+    except Exception as e:
+        return (f"diagnosis: not available (the suite's diagnosis raised "
+                f"{type(e).__name__}: {e})", [])
+    return format_findings(findings), [f.as_dict() for f in findings]
