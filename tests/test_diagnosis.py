@@ -4,15 +4,23 @@ classes explain exactly the failures they reproduce (CONF-41)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import ml_dtypes
 import numpy as np
 import pytest
+from _pytest.outcomes import Failed
 
+from conformance import expectations
+from conformance.artifacts import ArtifactDir
 from conformance.diagnosis import CLASSES, diagnose, explained_by, format_findings
 from conformance.differential import Verdict, check_case
+from conformance.expectations import Deviation, declared_deviations
+from conformance.harness import Harness
 from conformance.strategies import Case
 from interpreter.dtype import DType
 from interpreter.executor import InterpreterExecutor
@@ -184,3 +192,72 @@ def test_bfloat16_double_rounding_matches_ml_dtypes() -> None:
     assert v.actual["out0"][0] == x.astype(ml_dtypes.bfloat16)[0] == 1.0
     assert [f.cls for f in diagnose(case.graph, case.inputs, v.expected, v.actual)] == [
         "double-rounding"]
+
+
+def _request(tmp: Path, classes: list[str]) -> Any:
+    node = SimpleNamespace(user_properties=[], nodeid="test_op[add-float32-general]",
+                           config=SimpleNamespace(stash={
+                               expectations._DEVIATIONS: [Deviation(classes)]}))
+    return SimpleNamespace(node=node)
+
+
+@pytest.mark.spec("CONF-41", "CONF-42")
+def test_a_declared_deviation_is_counted_and_the_cell_goes_on_to_fail_on_a_bug(
+        tmp_path: Path) -> None:
+    """FTZ declared: the flushing example is a deviation (no failure, counted), and the next
+    example of the same cell, a sign bug, still fails, unexplained."""
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.add(x, y))
+    req = _request(tmp_path, ["ftz"])
+    h = Harness(req, FlushToZeroSignBug(), REF, ArtifactDir(tmp_path, "t", "x"), "add",
+                op="add", dtype="float32", shape_class="general")
+    flush = [np.array([2.0**-130, 1.0], F32), np.array([0.0, 1.0], F32)]
+    assert not h.check(Case(g, flush)).ok
+    assert (h.deviations, h.deviated) == (1, ["ftz"])
+    with pytest.raises(Failed) as info:
+        h.check(Case(g, [np.array([-1.0, 1.0], F32), np.array([-2.0, 1.0], F32)]))
+    assert "diagnosis: unexplained" in str(info.value)
+    (meta,) = [v for k, v in req.node.user_properties if k == "conformance"]
+    assert meta["deviations"] == ["ftz"] and meta["diagnosis"] == []
+
+
+@pytest.mark.spec("CONF-41", "CONF-42")
+def test_a_cell_with_only_declared_deviations_reports_deviation(tmp_path: Path) -> None:
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.add(x, y))
+    req = _request(tmp_path, ["nan-dropped", "ftz"])
+    h = Harness(req, FlushToZero(), REF, ArtifactDir(tmp_path, "t", "x"), "add",
+                op="add", dtype="float32", shape_class="general")
+    h.check(Case(g, [np.array([2.0**-130, 1.0], F32), np.array([0.0, 1.0], F32)]))
+    h.check(Case(g, [np.array([3.0, 1.0], F32), np.array([0.0, 1.0], F32)]))  # passes
+    h.finish()
+    (meta,) = [v for k, v in req.node.user_properties if k == "conformance"]
+    assert meta["outcome"] == "deviation" and meta["deviations"] == ["ftz"]
+    assert meta["deviation_examples"] == 1 and meta["examples"] == 2
+
+
+@pytest.mark.spec("CONF-41")
+@pytest.mark.parametrize(("text", "error"), [
+    ('deviations = ["flush"]', "unknown deviation classes ['flush']"),
+    ('deviations = []', "non-empty list"),
+    ('[[deviation]]\nop = "add"', "exactly one of 'class', 'classes'"),
+    ('[[deviation]]\nclass = "ftz"\nops = "add"', "exactly one of 'class', 'classes'"),
+])
+def test_bad_deviation_declarations_are_usage_errors(tmp_path: Path, text: str,
+                                                     error: str) -> None:
+    f = tmp_path / "x.toml"
+    f.write_text(text + "\n")
+    expectations.load(f)  # the [[xfail]] side accepts the file
+    with pytest.raises(pytest.UsageError, match=re.escape(error)):
+        expectations.load_deviations(f)
+
+
+@pytest.mark.spec("CONF-41")
+def test_deviation_selectors() -> None:
+    f = SimpleNamespace
+    d = Deviation(["fma"], test="*graph*", op="add", dtype="float64")
+    assert d.matches("conformance/test_graphs.py::test_graph[x]", "add", "float64")
+    assert not d.matches("conformance/test_graphs.py::test_graph[x]", "add", "float32")
+    assert not d.matches("conformance/test_ops.py::test_op[add]", "add", "float64")
+    req = f(node=f(nodeid="n", config=f(stash={expectations._DEVIATIONS: [
+        Deviation(["ftz"]), Deviation(["fma", "ftz"], op="mul")]})))
+    assert declared_deviations(req, "mul", "float64") == ["ftz", "fma"]
+    assert declared_deviations(req, "add", "float64") == ["ftz"]
