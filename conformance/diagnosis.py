@@ -39,6 +39,7 @@ import ml_dtypes
 import numpy as np
 
 from interpreter.graph.core import Graph, Node, Value
+from interpreter.rounding import round_to
 from interpreter.types import BufferType
 
 from .compare import compare_arrays, compare_op, same_bits, ulp_distance
@@ -161,10 +162,10 @@ def _fma(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
         a, b, other = np.broadcast_arrays(a, b, other)
         if dt == np.float64:
             out = np.asarray(_FMA(a, b, other)).astype(np.float64)
-        else:
-            with np.errstate(all="ignore"):
-                out = a * b + other  # exact product; one rounding to float64 first
-        return np.asarray(out).astype(dt)
+            return out
+        with np.errstate(all="ignore"):
+            out = a * b + other  # exact product; one rounding to float64 first
+        return round_to(out, dt)
 
     return fused
 
@@ -428,10 +429,16 @@ def _transcendental(graph: Graph, expected: dict[str, np.ndarray],
         d = ulp_distance(e, g)
         budget = node.op.tolerance.ulps if node.op.tolerance.kind == "ulp" else 0
         worst = d[np.isfinite(d)]
+        nan = int(np.isinf(d).sum())
+        where = f"{node.op.name} [{e.dtype}]"
         if worst.size and worst.max() > budget:
             found.append(Finding("transcendental", "NUM-7", (
-                f"{node.op.name} [{e.dtype}] is off by up to {int(worst.max())} ULP "
-                f"(budget {budget} ULP, NUM-10)")))
+                f"{where} is off by up to {int(worst.max())} ULP (budget {budget} ULP, "
+                f"NUM-10)" + (f"; NaN mismatches in {nan} elements" if nan else ""))))
+        elif nan:
+            found.append(Finding("transcendental", "NUM-7", (
+                f"{where} differs in NaN-ness from the reference in {nan} elements (NaN "
+                f"where the function is defined, or a number where it is NaN)")))
     return found
 
 
@@ -458,7 +465,12 @@ def format_findings(findings: Sequence[Finding]) -> str:
 def annotate(graph: Graph, inputs: Sequence[np.ndarray], expected: dict[str, np.ndarray],
              actual: dict[str, np.ndarray]) -> tuple[str, list[dict[str, str]]]:
     """The ``diagnosis:`` block for a failure message and the report metadata (a list of
-    ``{"class", "rule", "detail"}``). A diagnosis that raises never hides the failure."""
+    ``{"class", "rule", "detail"}``). A diagnosis that raises never hides the failure; a
+    failure of dtype, shape or output count has none (empty text)."""
+    for key, e in expected.items():
+        got = actual.get(key)
+        if got is None or got.dtype != e.dtype or got.shape != e.shape:
+            return "", []
     try:
         findings = diagnose(graph, inputs, expected, actual)
     except Exception as e:

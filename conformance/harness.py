@@ -118,7 +118,7 @@ class Harness:
                 text, found = annotate(case.graph, case.inputs, verdict.expected,
                                        verdict.actual)
             if final:  # CONF-40
-                verdict.message += "\n" + text
+                verdict.message += "\n" + text if text else ""
                 record(self.request, **self.meta, diagnosis=found,
                        deviations=list(self.deviated))
             self.artifacts.write_results(verdict.expected, verdict.actual, verdict.message)

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from _pytest.outcomes import Failed
 
-from conformance import expectations
+from conformance import diagnosis, expectations
 from conformance.artifacts import ArtifactDir
-from conformance.diagnosis import CLASSES, diagnose, explained_by, format_findings
+from conformance.diagnosis import CLASSES, annotate, diagnose, explained_by, format_findings
 from conformance.differential import Verdict, check_case
 from conformance.expectations import Deviation, declared_deviations
 from conformance.harness import Harness
@@ -34,10 +34,12 @@ from tests.broken_executors import (
     FlushToZeroSignBug,
     FusedMultiplyAdd,
     NaNIgnoringMaximum,
+    OverflowingSigmoid,
     PatchedInterpreter,
     RoundHalfAwayFromZero,
     SaturatingInt8Negate,
     TruncatingFloorDiv,
+    WrongOutputDtype,
 )
 
 REF = InterpreterExecutor()
@@ -157,6 +159,16 @@ def test_transcendental_beyond_budget_gives_the_ulp_error() -> None:
     assert "exp [float32] is off by up to 2048 ULP (budget 2 ULP" in f.detail
 
 
+@pytest.mark.spec("CONF-40", "NUM-7")
+def test_transcendental_nan_where_defined_is_named() -> None:
+    g = _graph([DType.float64], 2, lambda x: ops.sigmoid(x))
+    case, v = _fail(g, [np.array([800.0, 0.0], F64)], OverflowingSigmoid())
+    (f,) = diagnose(case.graph, case.inputs, v.expected, v.actual)
+    assert (f.cls, f.detail) == ("transcendental", "sigmoid [float64] differs in NaN-ness "
+                                 "from the reference in 1 elements (NaN where the function "
+                                 "is defined, or a number where it is NaN)")
+
+
 @pytest.mark.spec("CONF-40")
 def test_an_unexplained_failure_says_so() -> None:
     g = _graph([DType.float32] * 2, 2, lambda x, y: ops.add(x, y))
@@ -261,3 +273,21 @@ def test_deviation_selectors() -> None:
         Deviation(["ftz"]), Deviation(["fma", "ftz"], op="mul")]})))
     assert declared_deviations(req, "mul", "float64") == ["ftz", "fma"]
     assert declared_deviations(req, "add", "float64") == ["ftz"]
+
+
+@pytest.mark.spec("CONF-40")
+def test_a_dtype_failure_gets_no_diagnosis_and_a_raising_diagnosis_hides_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    g = _graph([DType.float32], 2, lambda x: ops.exp(x))
+    x = [np.array([0.0, 1.0], F32)]
+    case, v = _fail(g, x, WrongOutputDtype())
+    assert annotate(case.graph, case.inputs, v.expected, v.actual) == ("", [])
+    case, v = _fail(g, x, _SloppyExp())
+
+    def boom(*args: Any) -> Any:
+        raise ZeroDivisionError("in the diagnosis")
+
+    monkeypatch.setattr(diagnosis, "diagnose", boom)
+    assert annotate(case.graph, case.inputs, v.expected, v.actual) == (
+        "diagnosis: not available (the suite's diagnosis raised ZeroDivisionError: in the "
+        "diagnosis)", [])
