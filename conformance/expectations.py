@@ -19,6 +19,21 @@ terminal summary (and in the report); they change the exit status only when ``st
 
 Refusals (skips whose reason starts with ``REFUSED:``, from ``outcomes.refused``) get their own
 status (``R`` / ``REFUSED``; ``N refused`` in the summary line).
+
+Declared deviations (CONF-41, CONF-42) name diagnosis classes (``conformance/diagnosis.py``)
+instead of whole cells::
+
+    deviations = ["ftz"]                    # everywhere
+
+    [[deviation]]
+    class = "fma"                           # or classes = ["fma", "excess-precision"]
+    op = "add"                              # optional selectors, as for [[xfail]]
+    dtype = "float64"
+    reason = "the compiler contracts a*b+c"
+
+A failing example whose results the variant of the declared classes reproduces is a
+*deviation* (the test goes on with the next example); any other failure in the cell still
+fails. A test that saw deviations and no failure reports ``D`` / ``DEVIATION``.
 """
 
 from __future__ import annotations
@@ -34,13 +49,18 @@ import pytest
 
 from .outcomes import REFUSED
 
-__all__ = ["Entry", "load", "stale_entries"]
+__all__ = ["Deviation", "Entry", "declared_deviations", "load", "load_deviations",
+           "stale_entries"]
 
 KEYS = frozenset({"test", "op", "dtype", "reason", "example", "strict"})
 SELECTORS = ("test", "op", "dtype")
 _ENTRIES = pytest.StashKey[list["Entry"]]()
 _STALE = pytest.StashKey[list[dict[str, Any]]]()
+_DEVIATIONS = pytest.StashKey[list["Deviation"]]()
+_SEEN = pytest.StashKey[dict[str, int]]()
 PROP = "conformance_xfail"
+TOP_KEYS = frozenset({"xfail", "deviations", "deviation"})
+DEVIATION_KEYS = frozenset({"class", "classes", "test", "op", "dtype", "reason"})
 
 
 @dataclass
@@ -80,10 +100,11 @@ def load(path: str | Path) -> list[Entry]:
         data = tomllib.loads(p.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise pytest.UsageError(f"--conformance-xfails={path}: {e}") from None
-    unknown_top = set(data) - {"xfail"}
+    unknown_top = set(data) - TOP_KEYS
     if unknown_top:
         raise pytest.UsageError(f"--conformance-xfails={path}: unknown top-level keys "
-                                f"{sorted(unknown_top)}; expected [[xfail]] tables [CONF-6]")
+                                f"{sorted(unknown_top)}; expected [[xfail]] tables, "
+                                "'deviations' or [[deviation]] tables [CONF-6, CONF-41]")
     tables = data.get("xfail", [])
     if not isinstance(tables, list):
         raise pytest.UsageError(f"--conformance-xfails={path}: 'xfail' must be an array of "
@@ -115,6 +136,79 @@ def load(path: str | Path) -> list[Entry]:
     return entries
 
 
+@dataclass
+class Deviation:
+    """Declared diagnosis classes, optionally limited by test/op/dtype selectors (CONF-41)."""
+
+    classes: list[str]
+    reason: str = ""
+    test: str | None = None
+    op: str | None = None
+    dtype: str | None = None
+
+    def matches(self, nodeid: str, op: str | None, dtype: str | None) -> bool:
+        if self.test is not None and not fnmatch.fnmatchcase(nodeid, self.test):
+            return False
+        return ((self.op is None or self.op == op)
+                and (self.dtype is None or self.dtype == dtype))
+
+
+def _classes(value: Any, where: str) -> list[str]:
+    from .diagnosis import CLASSES
+
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(c, str) for c in value):
+        raise pytest.UsageError(f"{where}: deviation classes must be a non-empty list of "
+                                f"strings [CONF-41]")
+    bad = [c for c in value if c not in CLASSES]
+    if bad:
+        raise pytest.UsageError(f"{where}: unknown deviation classes {bad}; known: "
+                                f"{', '.join(CLASSES)} [CONF-41]")
+    return list(value)
+
+
+def load_deviations(path: str | Path) -> list[Deviation]:
+    """The declared deviations of the expectations file (``load`` checks its syntax)."""
+    data = tomllib.loads(Path(path).read_text())
+    where = f"--conformance-xfails={path}"
+    out: list[Deviation] = []
+    if "deviations" in data:
+        out.append(Deviation(_classes(data["deviations"], f"{where}: 'deviations'"),
+                             "declared for every test"))
+    tables = data.get("deviation", [])
+    if not isinstance(tables, list):
+        raise pytest.UsageError(f"{where}: 'deviation' must be an array of tables "
+                                "([[deviation]]) [CONF-41]")
+    for i, t in enumerate(tables):
+        w = f"{where}: deviation {i}"
+        if not isinstance(t, dict):
+            raise pytest.UsageError(f"{w} is not a table [CONF-41]")
+        bad = set(t) - DEVIATION_KEYS
+        if bad or ("class" in t) == ("classes" in t):
+            raise pytest.UsageError(f"{w}: give exactly one of 'class', 'classes'; allowed "
+                                    f"keys {sorted(DEVIATION_KEYS)} [CONF-41]")
+        for k in ("test", "op", "dtype", "reason"):
+            if k in t and not isinstance(t[k], str):
+                raise pytest.UsageError(f"{w}: '{k}' must be a string [CONF-41]")
+        out.append(Deviation(_classes(t.get("class", t.get("classes")), w),
+                             t.get("reason", ""), t.get("test"), t.get("op"), t.get("dtype")))
+    return out
+
+
+def declared_deviations(request: Any, op: str | None, dtype: str | None) -> list[str]:
+    """The diagnosis classes declared for this test (CONF-41), in declaration order."""
+    node = getattr(request, "node", request)
+    config = getattr(node, "config", None)
+    if config is None:
+        return []
+    found: list[str] = []
+    for d in config.stash.get(_DEVIATIONS, []):
+        if d.matches(str(getattr(node, "nodeid", "")), op, dtype):
+            found += [c for c in d.classes if c not in found]
+    return found
+
+
 # -- running side -------------------------------------------------------------------------------
 def _metadata(item: pytest.Item) -> tuple[str | None, str | None, dict[str, str]]:
     op = dtype = None
@@ -134,7 +228,9 @@ def _metadata(item: pytest.Item) -> tuple[str | None, str | None, dict[str, str]
 def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("conformance_xfails", None)
     config.stash[_ENTRIES] = load(path) if path else []
+    config.stash[_DEVIATIONS] = load_deviations(path) if path else []
     config.stash[_STALE] = []
+    config.stash[_SEEN] = {}
 
 
 @pytest.hookimpl(wrapper=True)
@@ -164,7 +260,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
                              ) -> tuple[str, str, str] | None:
-    """Refusals are their own outcome (CONF-5)."""
+    """Refusals are their own outcome (CONF-5); so are deviations (CONF-42)."""
+    if report.passed and report.when == "call" and _deviated(report):
+        return "deviation", "D", "DEVIATION"
     if report.skipped and not hasattr(report, "wasxfail"):
         longrepr = report.longrepr
         reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
@@ -173,11 +271,22 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
     return None
 
 
+def _deviated(report: pytest.TestReport) -> list[str]:
+    for key, value in getattr(report, "user_properties", ()):
+        if key == "conformance" and isinstance(value, dict):
+            return list(value.get("deviations") or [])
+    return []
+
+
 # -- controller side -----------------------------------------------------------------------------
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     config = _CONFIG[-1] if _CONFIG else None
     if config is None:
         return
+    if report.when == "call":
+        seen = config.stash.get(_SEEN, {})
+        for c in _deviated(report):
+            seen[c] = seen.get(c, 0) + 1
     entries = config.stash.get(_ENTRIES, [])
     for key, value in getattr(report, "user_properties", ()):
         if key == PROP and isinstance(value, dict) and 0 <= value.get("entry", -1) < len(entries):
@@ -240,11 +349,19 @@ def stale_entries(config: pytest.Config) -> list[dict[str, Any]]:
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config
                             ) -> None:
     entries = config.stash.get(_ENTRIES, [])
-    if not entries or hasattr(config, "workerinput"):
+    deviations = config.stash.get(_DEVIATIONS, [])
+    if not (entries or deviations) or hasattr(config, "workerinput"):
         return
     stale = stale_entries(config)
     tr = terminalreporter
     tr.section("conformance expectations")
+    seen = config.stash.get(_SEEN, {})
+    for d in deviations:
+        for c in d.classes:
+            tr.write_line(f"deviation {c}: seen in {seen.get(c, 0)} tests"
+                          + (f" ({d.reason})" if d.reason else "") + " [CONF-42]")
+    if not entries:
+        return
     used = len(entries) - len(stale)
     tr.write_line(f"{len(entries)} entries in {config.getoption('conformance_xfails')}: "
                   f"{used} still expected, {len(stale)} stale")

@@ -23,8 +23,10 @@ from interpreter.errors import UnsupportedGraphError
 
 from .artifacts import ArtifactDir
 from .calls import ExecutorRaised, quiet, suite_error_message
+from .diagnosis import annotate, explained_by
 from .differential import ReferenceRefused, Verdict, check_case
-from .minimize import budget_from, minimize_stored
+from .expectations import declared_deviations
+from .minimize import budget_from, in_final_example, minimize_stored
 from .outcomes import not_covered, record, refused
 from .strategies import INPUT_SETS, Case
 
@@ -121,6 +123,9 @@ class Harness:
         config = getattr(request, "config", None)
         self.max_graphs: int | None = _option(config, "conformance_max_graphs_per_cell", None)
         self.stopped_refused = False
+        self.declared = declared_deviations(request, op, dtype)  # CONF-41
+        self.deviations = 0
+        self.deviated: list[str] = []  # the declared classes seen
 
     def check(self, case: Case) -> Verdict:
         """Judge ``case`` on its inputs and then on each of its ``extra_inputs`` (CONF-30);
@@ -170,10 +175,27 @@ class Harness:
             self.locally_checked += 1
         if verdict.ok:
             return verdict
+        if self._deviation(case, verdict):
+            return verdict
         try:
-            case, verdict, extra = minimize_stored(  # CONF-19
+            final = in_final_example()
+            # diagnosed on the case as generated: its values tell the classes apart best
+            text, found = (annotate(case.graph, case.inputs, verdict.expected, verdict.actual)
+                           if final else ("", []))
+            small, small_verdict, extra = minimize_stored(  # CONF-19
                 case, verdict, self.executor, self.reference, self.artifacts,
                 label=self.label, budget=budget_from(getattr(self.request, "config", None)))
+            if not self._explained(small, small_verdict):  # shrunk onto a declared deviation
+                case, verdict = small, small_verdict
+            else:
+                extra = ""
+            if final and not found:
+                text, found = annotate(case.graph, case.inputs, verdict.expected,
+                                       verdict.actual)
+            if final:  # CONF-40
+                verdict.message += "\n" + text if text else ""
+                record(self.request, **self.meta, diagnosis=found,
+                       deviations=list(self.deviated))
             self.artifacts.write_results(verdict.expected, verdict.actual, verdict.message)
             if verdict.divergence is not None and len(case.graph.nodes) > 1:
                 sub = self.artifacts.write_case(verdict.divergence.graph, case.inputs,
@@ -187,6 +209,21 @@ class Harness:
                                         f"{verdict.message})")
         pytest.fail(f"{verdict.message}\nartifacts: {where}\n"
                     f"repro: python {where / 'repro.py'}{extra}", pytrace=False)
+
+    def _explained(self, case: Case, verdict: Verdict) -> bool:
+        return bool(self.declared) and explained_by(case.graph, case.inputs, verdict.actual,
+                                                    self.declared)
+
+    def _deviation(self, case: Case, verdict: Verdict) -> bool:
+        """A failure the declared classes reproduce is a deviation: counted, and the test
+        goes on (CONF-41)."""
+        if not self._explained(case, verdict):
+            return False
+        self.deviations += 1
+        alone = [c for c in self.declared if len(self.declared) == 1
+                 or explained_by(case.graph, case.inputs, verdict.actual, [c])]
+        self.deviated += [c for c in alone or self.declared if c not in self.deviated]
+        return True
 
     def _write_failure(self, message: str) -> None:
         try:
@@ -232,9 +269,12 @@ class Harness:
 
     def finish(self) -> None:
         """Record the counters; no executed example ends as refused or not covered."""
+        dev: dict[str, Any] = ({"deviations": list(self.deviated), "outcome": "deviation",
+                                "deviation_examples": self.deviations}
+                               if self.deviations else {})
         record(self.request, **self.meta,
                examples=self.examples, refused_examples=self.refusals,
-               locally_checked=self.locally_checked, **self.counts())
+               locally_checked=self.locally_checked, **self.counts(), **dev)
         if not self.examples and self.refusals:
             stop = (f"; stopped after {REFUSAL_STOP} consecutive refusals"
                     if self.stopped_refused else "")

@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -27,16 +28,23 @@ from interpreter.types import BufferType
 __all__ = [
     "AliasingOutputs",
     "CrashingExecutor",
+    "DoubleRoundingCast",
     "DroppedMutation",
+    "Float16KeptInFloat32",
+    "FlushToZero",
+    "FlushToZeroSignBug",
+    "FusedMultiplyAdd",
     "HangingExecutor",
     "IgnoredSeed",
     "NaNComparisonByNegation",
+    "NaNIgnoringMaximum",
     "NaNSkippingSum",
     "NondeterministicExecutor",
     "OverflowingSigmoid",
     "RefusesAfterWrite",
     "ReplayedMutation",
     "RoundHalfAwayFromZero",
+    "SaturatingInt8Negate",
     "SelectSwapsFloatBranches",
     "TruncatingFloorDiv",
     "WrongOutputDtype",
@@ -170,6 +178,159 @@ class NondeterministicExecutor(PatchedInterpreter):
                 if o.dtype == np.float64 and o.size and np.isfinite(o.flat[0]):
                     o.flat[0] = np.nextafter(o.flat[0], np.inf)
         return outs
+
+
+# -- platform effects (diagnosed by conformance/diagnosis.py, CONF-40) --------------------------
+_FLOATS = {np.dtype(np.float16): 2.0**-14, np.dtype(np.float32): 2.0**-126,
+           np.dtype(np.float64): 2.0**-1022}
+
+
+def _daz(a: Any) -> Any:
+    """Subnormals of float16/32/64 replaced by a zero of the same sign (x86 FTZ + DAZ)."""
+    if not isinstance(a, np.ndarray) or a.dtype not in _FLOATS:
+        return a
+    tiny = a.dtype.type(_FLOATS[a.dtype])
+    return np.where((np.abs(a) < tiny) & (a != 0), a * a.dtype.type(0), a)
+
+
+class FlushToZero(PatchedInterpreter):
+    """Every float16/32/64 op flushes subnormal operands and results to zero (FTZ/DAZ)."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        if node.op.category in ("buffer", "creation", "random", "debug"):
+            return kernel
+
+        def flushed(*args: Any, **attrs: Any) -> Any:
+            out = kernel(*[_daz(a) for a in args], **attrs)
+            if isinstance(out, tuple | list):
+                return type(out)(_daz(o) for o in out)
+            return _daz(out)
+
+        return flushed
+
+
+class FlushToZeroSignBug(FlushToZero):
+    """FTZ as :class:`FlushToZero`, and float32 ``add`` of two negative operands returns the
+    sum with the wrong sign: a real bug in the same cells as the platform effect."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        if node.op.name != "add":
+            return kernel
+
+        def add(a: Any, b: Any) -> Any:
+            out = kernel(a, b)
+            if out.dtype == np.float32:
+                return np.where((a < 0) & (b < 0), -out, out)
+            return out
+
+        return add
+
+
+def _fma64(a: float, b: float, c: float) -> float:
+    if not all(np.isfinite((a, b, c))):
+        return a * b + c
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0 or abs(exact) > Fraction(np.finfo(np.float64).max):
+        return a * b + c
+    return exact.numerator / exact.denominator  # one correct rounding
+
+
+class FusedMultiplyAdd(PatchedInterpreter):
+    """float64 ``add``/``sub`` of a ``mul`` result is contracted into one fused multiply-add
+    (one rounding), as a compiler with ``-ffp-contract=fast`` does."""
+
+    def raw_outputs(self, graph: Graph, inputs: list[np.ndarray]) -> list[Any]:
+        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
+        muls: dict[Value, tuple[Any, Any]] = {}
+        fma = np.vectorize(_fma64, otypes=[np.float64])
+        with np.errstate(all="ignore"):
+            for node in graph.nodes:
+                args = [env[v] for v in node.operands]
+                name = node.op.name
+                if (name in ("add", "sub") and node.results[0].type.dtype == DType.float64
+                        and any(v in muls for v in node.operands)):
+                    x, y = node.operands
+                    if x in muls:
+                        a, b = muls[x]
+                        c = -args[1] if name == "sub" else args[1]
+                    else:
+                        a, b = muls[y]
+                        a = -a if name == "sub" else a
+                        c = args[0]
+                    out = np.asarray(fma(a, b, c), np.float64)
+                else:
+                    out = self.kernel_for(node)(*args, **node.attrs)
+                if name == "mul":
+                    muls[node.results[0]] = (args[0], args[1])
+                if len(node.results) == 1:
+                    env[node.results[0]] = out
+                elif node.results:
+                    env.update(zip(node.results, out, strict=True))
+        return [env[v] for v in graph.outputs or ()]
+
+
+class Float16KeptInFloat32(PatchedInterpreter):
+    """float16 elementwise ops run in float32 and keep the float32 value for the next op
+    (rounded to float16 only where a value leaves the chain), as GPUs with half-precision
+    emulation do."""
+
+    def raw_outputs(self, graph: Graph, inputs: list[np.ndarray]) -> list[Any]:
+        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
+        held: dict[Value, Any] = {}  # float16 values held in float32
+        with np.errstate(all="ignore"):
+            for node in graph.nodes:
+                chain = node.op.category.startswith("elementwise")
+                args = [held[v] if chain and v in held else env[v] for v in node.operands]
+                if chain:
+                    args = [a.astype(np.float32) if a.dtype == np.float16 else a for a in args]
+                out = self.kernel_for(node)(*args, **node.attrs)
+                if len(node.results) == 1:
+                    r = node.results[0]
+                    if (chain and node.op.name != "cast" and r.type.dtype == DType.float16
+                            and out.dtype == np.float32):
+                        held[r] = out
+                        out = out.astype(np.float16)
+                    env[r] = out
+                elif node.results:
+                    env.update(zip(node.results, out, strict=True))
+        return [env[v] for v in graph.outputs or ()]
+
+
+def _cast_through_f32(kernel: Kernel) -> Kernel:
+    def cast(x: Any, *, dtype: DType) -> Any:
+        if x.dtype == np.float64 and dtype in (DType.float16, DType.bfloat16):
+            return x.astype(np.float32).astype(dtype.to_numpy())
+        return kernel(x, dtype=dtype)
+
+    return cast
+
+
+class DoubleRoundingCast(PatchedInterpreter):
+    """float64 -> float16/bfloat16 casts go through float32 (two roundings)."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        return _cast_through_f32(kernel) if node.op.name == "cast" else kernel
+
+
+class NaNIgnoringMaximum(PatchedInterpreter):
+    """``max`` returns the other operand when one is NaN (C ``fmax``, x86 ``maxps``-style)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"max": np.fmax}
+
+
+def _negate_saturating(x: Any) -> Any:
+    if x.dtype == np.int8:
+        return (-np.maximum(x.astype(np.int16), -127)).astype(np.int8)
+    return np.negative(x)
+
+
+class SaturatingInt8Negate(PatchedInterpreter):
+    """int8 ``negate`` saturates: -(-128) gives 127 instead of wrapping around to -128."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"negate": _negate_saturating}
 
 
 # -- wrong mutation / memory behaviour ------------------------------------------------------
