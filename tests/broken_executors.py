@@ -11,6 +11,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,12 +22,16 @@ from interpreter.evaluate import fresh_outputs
 from interpreter.executor import InterpreterExecutor, validate_inputs
 from interpreter.graph.core import Graph, Node, Value
 from interpreter.graph.lowering import lower
+from interpreter.registry import REGISTRY
 from interpreter.types import BufferType
 
 __all__ = [
     "AliasingOutputs",
     "CrashingExecutor",
+    "DoubleRoundingCast",
     "DroppedMutation",
+    "Float16ChainInFloat32",
+    "FmaContraction",
     "HangingExecutor",
     "IgnoredSeed",
     "NaNComparisonByNegation",
@@ -36,12 +41,15 @@ __all__ = [
     "RefusesAfterWrite",
     "ReplayedMutation",
     "RoundHalfAwayFromZero",
+    "SaturatingInt8Negate",
     "SelectSwapsFloatBranches",
     "TruncatingFloorDiv",
     "WrongOutputDtype",
 ]
 
 Kernel = Callable[..., Any]
+_CAST = REGISTRY["cast"].kernel
+_NEGATE = REGISTRY["negate"].kernel
 
 
 class PatchedInterpreter(InterpreterExecutor):
@@ -250,3 +258,98 @@ class HangingExecutor(PatchedInterpreter):
         if _has(graph, "sub"):
             time.sleep(3600)
         return super().run(graph, inputs)
+
+
+# -- composition and rounding effects (caught by conformance/test_hazards.py) ------------------
+def _fma_exact(a: Any, b: Any, c: Any, sign: int) -> Any:
+    """``a*b + sign*c`` rounded once (an exact fused multiply-add, element by element)."""
+    a, b, c = np.broadcast_arrays(a, b, c)
+    plain = a * b + sign * c
+    out = plain.copy()
+    for i in np.ndindex(out.shape):
+        x, y, z = float(a[i]), float(b[i]), float(c[i])
+        if all(np.isfinite([x, y, z, plain[i]])):
+            exact = Fraction(x) * Fraction(y) + sign * Fraction(z)
+            if exact != 0:
+                out[i] = float(exact)
+    return out
+
+
+class FmaContraction(PatchedInterpreter):
+    """float64 ``add``/``sub`` of a ``mul`` result is contracted into one fused multiply-add
+    (a compiler's ``-ffp-contract=fast``): ``a*b + c`` is rounded once, not twice."""
+
+    def raw_outputs(self, graph: Graph, inputs: list[np.ndarray]) -> list[Any]:
+        products = {n.results[0]: n.operands for n in graph.nodes
+                    if n.op.name == "mul" and n.results[0].type.dtype == DType.float64}
+        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
+        with np.errstate(all="ignore"):
+            for node in graph.nodes:
+                args = [env[v] for v in node.operands]
+                if node.op.name in ("add", "sub") and node.operands[0] in products:
+                    a, b = (env[v] for v in products[node.operands[0]])
+                    out = _fma_exact(a, b, args[1], 1 if node.op.name == "add" else -1)
+                elif node.op.name == "add" and node.operands[1] in products:
+                    a, b = (env[v] for v in products[node.operands[1]])
+                    out = _fma_exact(a, b, args[0], 1)
+                else:
+                    out = self.kernel_for(node)(*args, **node.attrs)
+                if len(node.results) == 1:
+                    env[node.results[0]] = out
+                elif node.results:
+                    env.update(zip(node.results, out, strict=True))
+        return [env[v] for v in graph.outputs or ()]
+
+
+_HALF = (DType.float16, DType.bfloat16)
+
+
+class Float16ChainInFloat32(PatchedInterpreter):
+    """float16 and bfloat16 elementwise arithmetic runs in float32 and stays there: a chain's
+    intermediates are rounded to their dtype only where another kind of op or a graph output
+    reads them (excess precision)."""
+
+    def raw_outputs(self, graph: Graph, inputs: list[np.ndarray]) -> list[Any]:
+        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
+
+        def narrow(v: Value) -> Any:
+            return np.asarray(env[v]).astype(v.type.dtype.to_numpy())
+
+        with np.errstate(all="ignore"):
+            for node in graph.nodes:
+                wide = (node.op.category.startswith("elementwise") and node.op.name != "cast"
+                        and len(node.results) == 1 and node.results[0].type.dtype in _HALF)
+                if wide:
+                    args = [np.asarray(env[v]).astype(np.float32) for v in node.operands]
+                    env[node.results[0]] = node.op.kernel(*args, **node.attrs)
+                    continue
+                out = self.kernel_for(node)(*[narrow(v) for v in node.operands], **node.attrs)
+                if len(node.results) == 1:
+                    env[node.results[0]] = out
+                elif node.results:
+                    env.update(zip(node.results, out, strict=True))
+        return [narrow(v) for v in graph.outputs or ()]
+
+
+def _cast_via_float32(x: Any, *, dtype: DType) -> Any:
+    if x.dtype == np.float64 and dtype == DType.float16:
+        return x.astype(np.float32).astype(np.float16)
+    return _CAST(x, dtype=dtype)
+
+
+class DoubleRoundingCast(PatchedInterpreter):
+    """``cast`` float64 -> float16 goes through float32: two roundings, wrong near ties."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"cast": _cast_via_float32}
+
+
+def _saturating_negate(x: Any) -> Any:
+    if x.dtype == np.int8:
+        return np.clip(-x.astype(np.int16), -128, 127).astype(np.int8)
+    return _NEGATE(x)
+
+
+class SaturatingInt8Negate(PatchedInterpreter):
+    """int8 ``negate`` saturates: ``-(-128)`` gives 127 instead of wrapping to -128."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"negate": _saturating_negate}
