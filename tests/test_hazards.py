@@ -49,7 +49,7 @@ def test_hazard_family_catches(tmp_path: Path, name: str, cells: set[str],
     assert_repro_fails(run)
 
 
-@pytest.mark.spec("CONF-50")
+@pytest.mark.spec("CONF-50", "NUM-20", "NUM-4", "NUM-2")
 @pytest.mark.parametrize("name", [c[0] for c in CAUGHT])
 def test_every_seed_exposes_the_effect(name: str) -> None:
     """Every input set of the effect's cells fails on its own: no seed hides it."""
