@@ -28,7 +28,7 @@ def test_hazard(hazard: Hazard, executor: Any, reference: Any, conformance_artif
                 request: pytest.FixtureRequest) -> None:
     label = f"hazard {hazard.id} (targets: {hazard.target_effect})"
     h = Harness(request, executor, reference, conformance_artifacts, label,
-                op=hazard.family, dtype=hazard.dtype.value, shape_class="hazard",
+                op=None, dtype=hazard.dtype.value, shape_class=f"hazard:{hazard.id}",
                 rules=("CONF-50", *hazard.rules))
     base = settings.default.max_examples if settings.default is not None else MAX_EXAMPLES
 
