@@ -127,8 +127,7 @@ class ArtifactDir:
                    sub: str | None = None, note: str = "") -> Path:
         """graph.txt + inputs.npz + repro.py (before running the executor)."""
         d = self.path / sub if sub else self.path
-        if d not in self._written:
-            d.mkdir(parents=True, exist_ok=True)
+        d.mkdir(parents=True, exist_ok=True)  # also when a minimiser removed it since
         if d in self._results:
             for stale in ("expected.npz", "actual.npz", "failure.txt", "meta.json"):
                 (d / stale).unlink(missing_ok=True)

@@ -8,6 +8,23 @@ Every error the reference raises for bad user input is one of these, so callers 
 
 from __future__ import annotations
 
+__all__ = [
+    "EagerConformanceError",
+    "ExecutorInputError",
+    "ExecutorResultError",
+    "ExecutorUnavailableError",
+    "GraphBuildError",
+    "GraphIndexError",
+    "GraphParseError",
+    "GraphShapeError",
+    "GraphTypeError",
+    "GraphVerificationError",
+    "NumericalDebugError",
+    "RealizationError",
+    "UnknownOpError",
+    "UnsupportedGraphError",
+]
+
 
 class EagerConformanceError(Exception):
     """Base class of every error raised by this project."""

@@ -30,7 +30,7 @@ __all__ = [
     "CrashingExecutor",
     "DoubleRoundingCast",
     "DroppedMutation",
-    "Float16KeptInFloat32",
+    "Float16ChainInFloat32",
     "FlushToZero",
     "FlushToZeroSignBug",
     "FusedMultiplyAdd",
@@ -271,33 +271,6 @@ class FusedMultiplyAdd(PatchedInterpreter):
         return [env[v] for v in graph.outputs or ()]
 
 
-class Float16KeptInFloat32(PatchedInterpreter):
-    """float16 elementwise ops run in float32 and keep the float32 value for the next op
-    (rounded to float16 only where a value leaves the chain), as GPUs with half-precision
-    emulation do."""
-
-    def raw_outputs(self, graph: Graph, inputs: list[np.ndarray]) -> list[Any]:
-        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
-        held: dict[Value, Any] = {}  # float16 values held in float32
-        with np.errstate(all="ignore"):
-            for node in graph.nodes:
-                chain = node.op.category.startswith("elementwise")
-                args = [held[v] if chain and v in held else env[v] for v in node.operands]
-                if chain:
-                    args = [a.astype(np.float32) if a.dtype == np.float16 else a for a in args]
-                out = self.kernel_for(node)(*args, **node.attrs)
-                if len(node.results) == 1:
-                    r = node.results[0]
-                    if (chain and node.op.name != "cast" and r.type.dtype == DType.float16
-                            and out.dtype == np.float32):
-                        held[r] = out
-                        out = out.astype(np.float16)
-                    env[r] = out
-                elif node.results:
-                    env.update(zip(node.results, out, strict=True))
-        return [env[v] for v in graph.outputs or ()]
-
-
 def _cast_through_f32(kernel: Kernel) -> Kernel:
     def cast(x: Any, *, dtype: DType) -> Any:
         if x.dtype == np.float64 and dtype in (DType.float16, DType.bfloat16):
@@ -409,3 +382,34 @@ class HangingExecutor(PatchedInterpreter):
         if _has(graph, "sub"):
             time.sleep(3600)
         return super().run(graph, inputs)
+
+
+# -- composition and rounding effects (caught by conformance/test_hazards.py) ------------------
+_HALF = (DType.float16, DType.bfloat16)
+
+
+class Float16ChainInFloat32(PatchedInterpreter):
+    """float16 and bfloat16 elementwise arithmetic runs in float32 and stays there: a chain's
+    intermediates are rounded to their dtype only where another kind of op or a graph output
+    reads them (excess precision)."""
+
+    def raw_outputs(self, graph: Graph, inputs: list[np.ndarray]) -> list[Any]:
+        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
+
+        def narrow(v: Value) -> Any:
+            return np.asarray(env[v]).astype(v.type.dtype.to_numpy())
+
+        with np.errstate(all="ignore"):
+            for node in graph.nodes:
+                wide = (node.op.category.startswith("elementwise") and node.op.name != "cast"
+                        and len(node.results) == 1 and node.results[0].type.dtype in _HALF)
+                if wide:
+                    args = [np.asarray(env[v]).astype(np.float32) for v in node.operands]
+                    env[node.results[0]] = node.op.kernel(*args, **node.attrs)
+                    continue
+                out = self.kernel_for(node)(*[narrow(v) for v in node.operands], **node.attrs)
+                if len(node.results) == 1:
+                    env[node.results[0]] = out
+                elif node.results:
+                    env.update(zip(node.results, out, strict=True))
+        return [narrow(v) for v in graph.outputs or ()]

@@ -177,11 +177,35 @@ def render_reductions_page(text: str) -> str:
     return _replace_block(text, render_reduce6_table(), "\n- **REDUCE-7**")
 
 
+def render_attr_table() -> str:
+    """GRAPH-21's table: the Python type of every attribute of every op, from the registry."""
+    from interpreter.registry import REGISTRY
+    from interpreter.registry.attrtypes import attr_type
+
+    rows = [GEN_BEGIN, "| op | attribute | Python type | layout |", "| --- | --- | --- | --- |"]
+    bare = []
+    for name in sorted(REGISTRY):
+        if not REGISTRY[name].attrs:
+            bare.append(f"`{name}`")
+        for a in REGISTRY[name].attrs:
+            t = attr_type(name, a)
+            typ = t.text.replace("|", "\\|")
+            rows.append(f"| {name} | `{a}` | `{typ}` | {t.note} |")
+    rows += ["", f"No attributes (`node.attrs == {{}}`): {', '.join(bare)}.", GEN_END]
+    return "\n".join(rows)
+
+
+def render_graph_page(text: str) -> str:
+    """spec/graph.md with the GRAPH-21 attribute table up to date."""
+    return _replace_block(text, render_attr_table(), "\n- **GRAPH-22**")
+
+
 def generated_pages() -> dict[Path, str]:
     """Every hand-written page with generated parts: path -> its up-to-date text."""
     from interpreter.registry import REGISTRY
 
-    out = {SPEC / "reductions.md": render_reductions_page((SPEC / "reductions.md").read_text())}
+    out = {SPEC / "reductions.md": render_reductions_page((SPEC / "reductions.md").read_text()),
+           SPEC / "graph.md": render_graph_page((SPEC / "graph.md").read_text())}
     for name, path in op_sections().items():
         if name in REGISTRY:
             out[path] = render_op_page(path.read_text(), REGISTRY[name])
@@ -198,4 +222,5 @@ if __name__ == "__main__":
     (SPEC / "RULES.md").write_text(render_rule_index())
     for page, text in generated_pages().items():
         page.write_text(text)
-    print("wrote spec/ops/README.md, spec/RULES.md, the REDUCE-6 table and the op headers")
+    print("wrote spec/ops/README.md, spec/RULES.md, the REDUCE-6 and GRAPH-21 tables and the "
+          "op headers")

@@ -29,7 +29,7 @@ from interpreter.graph.core import Graph, TensorValue
 from interpreter.types import TensorType
 from tests.broken_executors import (
     DoubleRoundingCast,
-    Float16KeptInFloat32,
+    Float16ChainInFloat32,
     FlushToZero,
     FlushToZeroSignBug,
     FusedMultiplyAdd,
@@ -91,7 +91,7 @@ def test_float16_chain_kept_in_float32_is_excess_precision() -> None:
     g = _graph([DType.float16] * 3, 2, lambda x, y, z: ops.add(ops.add(x, y), z))
     x = np.array([1.0, 2.0], F16)
     y = np.array([2.0**-11, 0.0], F16)
-    assert _classes(g, [x, y, y.copy()], Float16KeptInFloat32()) == ["excess-precision"]
+    assert _classes(g, [x, y, y.copy()], Float16ChainInFloat32()) == ["excess-precision"]
 
 
 @pytest.mark.spec("CONF-40", "NUM-4")

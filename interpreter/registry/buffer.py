@@ -14,6 +14,10 @@ from ..validators import Slices, int_tuple_problem, slice_objects, sliced_shape,
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL
 
+__all__ = [
+    "check_slices",
+]
+
 
 def _load_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
     return (op.check_buffer(types, 0).as_tensor(),)

@@ -16,6 +16,10 @@ from ..types import DeviceRef, TensorType, ValueType
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL, NUMERIC
 
+__all__ = [
+    "range_length",
+]
+
 _FROM_NUMPY = {d.to_numpy(): d for d in DType}
 
 

@@ -11,6 +11,10 @@ from ..types import ValueType
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL
 
+__all__ = [
+    "format_print",
+]
+
 
 def _print_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
     op.check_tensor(types, 0)

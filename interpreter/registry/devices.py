@@ -12,6 +12,8 @@ from ..types import DeviceRef, TensorType, ValueType
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL, NUMERIC
 
+__all__: list[str] = []  # importing the module registers its ops
+
 
 def _results(arrays: list[np.ndarray]) -> Any:
     """Kernel results: one array for one result, else a tuple (the interpreter's protocol)."""

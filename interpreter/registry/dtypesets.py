@@ -4,6 +4,18 @@ from __future__ import annotations
 
 from ..dtype import DType
 
+__all__ = [
+    "ALL",
+    "BOOL",
+    "FLOATS",
+    "INDEX",
+    "INTS",
+    "NUMERIC",
+    "SIGNED_INTS",
+    "SIGNED_NUMERIC",
+    "UNSIGNED_INTS",
+]
+
 BOOL = frozenset({DType.bool})
 SIGNED_INTS = frozenset({DType.int8, DType.int16, DType.int32, DType.int64})
 UNSIGNED_INTS = frozenset({DType.uint8, DType.uint16, DType.uint32, DType.uint64})

@@ -21,6 +21,8 @@ from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, Tolerance, register, u
 from .dtypesets import ALL, BOOL, FLOATS, NUMERIC, SIGNED_NUMERIC
 from .rules import elementwise, predicate
 
+__all__: list[str] = []  # importing the module registers its ops
+
 Array = Any  # numpy array or numpy scalar (rank-0 results)
 
 def _via_f64(fn: Callable[..., Array]) -> Callable[..., Array]:

@@ -9,6 +9,12 @@ from ..errors import GraphShapeError, GraphTypeError
 from ..types import TensorType, ValueType
 from .core import Attrs, OpDef
 
+__all__ = [
+    "elementwise",
+    "predicate",
+    "same_types",
+]
+
 
 def same_types(op: OpDef, types: Sequence[ValueType]) -> TensorType:
     """All operands are tensors of one dtype, shape and device (LOWER-1); returns it."""

@@ -18,6 +18,10 @@ from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL, BOOL, INDEX
 from .rules import same_types
 
+__all__ = [
+    "check_shape_attr",
+]
+
 
 def check_shape_attr(op: OpDef, types: Sequence[ValueType], shape: object) -> tuple[int, ...]:
     return _int_tuple(op, types, "SHAPE-1", "shape", shape)

@@ -14,6 +14,19 @@ from ...registry import OpDef, get_op
 from ...types import DeviceRef, TensorType
 from ..core import Graph, TensorValue, Value
 
+__all__ = [
+    "DEFAULT_FLOAT",
+    "DEFAULT_INT",
+    "Operand",
+    "constant",
+    "default_dtype",
+    "graph_of",
+    "is_scalar",
+    "stage",
+    "stage1",
+    "weak_dtype",
+]
+
 Operand = Value | bool | int | float
 
 #: Default dtypes of Python scalars with no tensor to take a dtype from (PROMO-4).

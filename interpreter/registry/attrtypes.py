@@ -1,0 +1,93 @@
+"""The exact Python type of every op attribute an executor reads in ``node.attrs`` (GRAPH-21).
+
+The spec's attribute table (``spec/graph.md``) is generated from :func:`attr_type`, and a
+test checks every declared type against graphs staged from each op's ``sample`` function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..dtype import DType
+from ..types import DeviceRef
+
+__all__ = ["AttrType", "attr_type"]
+
+
+@dataclass(frozen=True)
+class AttrType:
+    """``text``: the type as the spec writes it; ``check(value)``: whether a value has it
+    (exactly: ``bool`` is no ``int``, ``numpy.int64`` no ``int``); ``note``: its layout."""
+
+    text: str
+    check: Callable[[Any], bool]
+    note: str = ""
+
+
+def _is(*types: type) -> Callable[[Any], bool]:
+    return lambda v: type(v) in types
+
+
+def _tuple_of(item: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: type(v) is tuple and all(item(x) for x in v)
+
+
+def _pair(v: Any) -> bool:
+    return type(v) is tuple and len(v) == 2 and all(type(x) is int for x in v)
+
+
+def _triple(v: Any) -> bool:
+    return (type(v) is tuple and len(v) == 3 and all(x is None or type(x) is int for x in v[:2])
+            and type(v[2]) is int)
+
+
+_INT = _is(int)
+_FLOAT = _is(float)
+_INTS = _tuple_of(_INT)
+
+_BY_NAME: dict[str, AttrType] = {
+    "approximate": AttrType("str", _is(str), "`'none'` (erf form) or `'tanh'`"),
+    "axis": AttrType("int", _INT, "in [-rank, rank); negative counts from the end (AXIS-1)"),
+    "device": AttrType("DeviceRef", _is(DeviceRef), "the result's device"),
+    "dtype": AttrType("DType", _is(DType), "the result dtype"),
+    "exclusive": AttrType("bool", _is(bool)),
+    "reverse": AttrType("bool", _is(bool)),
+    "high": AttrType("float", _FLOAT),
+    "low": AttrType("float", _FLOAT),
+    "mean": AttrType("float", _FLOAT),
+    "std": AttrType("float", _FLOAT),
+    "k": AttrType("int", _INT),
+    "label": AttrType("str", _is(str)),
+    "paddings": AttrType("tuple[tuple[int, int], ...]", _tuple_of(_pair),
+                         "one (before, after) pair per axis"),
+    "perm": AttrType("tuple[int, ...]", _INTS, "a permutation of range(rank)"),
+    "repeats": AttrType("tuple[int, ...]", _INTS, "one count per axis"),
+    "shape": AttrType("tuple[int, ...]", _INTS, "the result shape"),
+    "sizes": AttrType("tuple[int, ...]", _INTS, "one size per result, in result order"),
+    "slices": AttrType("tuple[tuple[int | None, int | None, int], ...]", _tuple_of(_triple),
+                       "one (start, stop, step) triple per axis, Python slice semantics; "
+                       "None: the default bound (SLICE-1)"),
+}
+_NUMBER = AttrType("int | float", lambda v: type(v) in (int, float),
+                   "int when the dtype is an integer dtype")
+_PER_OP: dict[tuple[str, str], AttrType] = {
+    ("range", "start"): _NUMBER,
+    ("range", "stop"): _NUMBER,
+    ("range", "step"): _NUMBER,
+    ("pad", "value"): AttrType("int | float | bool", _is(int, float, bool),
+                               "a Python scalar, converted to the operand's dtype"),
+    ("constant", "value"): AttrType(
+        "numpy.ndarray", lambda v: type(v) is np.ndarray and not v.flags.writeable,
+        "read-only; its dtype is the result dtype's numpy dtype (`DType.to_numpy()`: "
+        "ml_dtypes types for bfloat16 and float8) and its shape the result shape; any "
+        "memory layout (use `np.asarray`/`np.ascontiguousarray`)"),
+}
+
+
+def attr_type(op: str, attr: str) -> AttrType:
+    """The declared type of attribute ``attr`` of op ``op`` (KeyError: none declared)."""
+    return _PER_OP.get((op, attr)) or _BY_NAME[attr]
