@@ -63,8 +63,12 @@ BLOCK = 16384
 CACHE_SIZE = 256
 
 
-def _bits(dtype: np.dtype[Any]) -> type[np.unsignedinteger[Any]]:
-    return {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[dtype.itemsize]
+_UINT: dict[int, Any] = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _bits(dtype: np.dtype[Any]) -> Any:
+    """The unsigned integer type of ``dtype``'s width (for bit views)."""
+    return _UINT[dtype.itemsize]
 
 
 def _select_into(cond: Any, x: Any, y: Any, out: np.ndarray) -> np.ndarray:
