@@ -94,7 +94,8 @@ def _extreme_into(pick: np.ufunc, positive_wins: bool) -> Any:
         if out.dtype.kind in "fV":
             u = _bits(out.dtype)
             sign = u(1 << (8 * out.dtype.itemsize - 1))
-            d = np.bitwise_xor(np.asarray(x).view(u), np.asarray(y).view(u))
+            d = np.empty(out.shape, u)  # an array also for rank 0 (ufuncs return scalars)
+            np.bitwise_xor(np.asarray(x).view(u), np.asarray(y).view(u), out=d)
             np.bitwise_and(d, sign, out=d)
             ou = out.view(u)
             if positive_wins:

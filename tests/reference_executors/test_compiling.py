@@ -312,3 +312,19 @@ def test_env_compile_selects_the_compiling_executor() -> None:
                          cwd=Path(__file__).resolve().parents[2], capture_output=True,
                          text=True, check=True).stdout
     assert out.split(maxsplit=1) == ["CompilingExecutor", "[2.0, 8.0, 18.0]\n"]
+
+
+@pytest.mark.spec("COMP-2", "COMP-7")
+def test_rank_0_kernel() -> None:
+    """A rank-0 fused kernel (no block loop): ufuncs, max/min and select on 0-d arrays."""
+    def g() -> Graph:
+        with Graph("r0", [TensorType(DType.float64, ())] * 2) as g:
+            a, b = g.inputs
+            m = ops.maximum(a, b)
+            g.output(ops.where(ops.greater(m, a), ops.minimum(a, b), ops.exp(m)))
+        return g
+
+    for x, y in [(-0.0, 0.0), (1.0, 2.0), (np.nan, 1.0)]:
+        got, ref = both(g, [np.array(x), np.array(y)])
+        assert got[0].shape == () and (bits_equal(got[0], ref[0])
+                                        or (np.isnan(got[0]) and np.isnan(ref[0])))
