@@ -1,0 +1,184 @@
+"""The JIT (composite) executor: interpret while compiling in the background (JIT-1..JIT-12).
+
+``JitExecutor`` keeps, per instance, an LRU cache (``CACHE_SIZE`` entries) of compile
+entries keyed by the graph's structural hash (TEXT-7). The first sight of a structure
+submits one compile of a snapshot of the graph (a text round trip, taken before anything
+runs) to a background worker; while it is pending the interpreter serves the call; once it
+has landed the compiled plan serves every call without touching the interpreter. A graph
+the interpreter refuses waits for its compile (running it on the calling thread if the
+worker has not started it). Failed compiles are sticky. An interpreter runtime failure is
+recovered through the compiled plan, with a ``UserWarning``, only when the graph cannot have
+mutated anything yet (no buffer input, no side-effecting op). spec/reference-executors.md.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from interpreter.errors import UnsupportedGraphError
+from interpreter.executor import InterpreterExecutor, validate_inputs
+from interpreter.graph import Graph
+from interpreter.types import BufferType
+
+__all__ = ["CACHE_SIZE", "CompositeExecutor", "JitExecutor", "may_mutate"]
+
+#: Compile entries each executor keeps (least recently used evicted first; MAX's stage C
+#: model cache default).
+CACHE_SIZE = 128
+
+
+def may_mutate(graph: Graph) -> bool:
+    """True when running ``graph`` can have an effect outside its outputs: a buffer input
+    (stores) or a side-effecting op (stores, prints). Such a graph is never replayed."""
+    return (any(isinstance(v.type, BufferType) for v in graph.inputs)
+            or any(n.op.side_effect for n in graph.nodes))
+
+
+class _Entry:
+    """One structure's compile: runs at most once, on whichever thread gets there first."""
+
+    def __init__(self, snapshot: Graph | None, error: BaseException | None) -> None:
+        self._snapshot = snapshot
+        self._lock = threading.Lock()
+        self.done = error is not None
+        self.plan: Any = None
+        self.error = error
+
+    def resolve(self, compiler: Any) -> Any:
+        """The compiled plan; compiles now unless done (or being done elsewhere: then waits)
+        and re-raises a failed compile (JIT-7)."""
+        if not self.done:
+            with self._lock:
+                if not self.done:
+                    try:
+                        self.plan = compiler.compile(self._snapshot)
+                    except Exception as e:  # sticky: kept and re-raised, never recompiled
+                        self.error = e
+                    self._snapshot = None
+                    self.done = True
+        if self.error is not None:
+            raise self.error
+        return self.plan
+
+
+class JitExecutor:
+    """Serve from the interpreter while the compiled plan is pending, then from the plan.
+
+    ``interpreter`` (default ``InterpreterExecutor(max_ops=MAX_INTERPRETER_MAX_OPS)``),
+    ``compiler`` (default ``CompilingExecutor()``; anything with ``compile(graph)`` returning
+    an object with ``run(inputs)``), ``sync_on_interpreter_fallback``: whether a refused or
+    failing interpreter call waits for the compiled plan (else the interpreter's error
+    propagates), ``cache_size``: compile entries kept (LRU).
+    """
+
+    def __init__(self, *, interpreter: Any = None, sync_on_interpreter_fallback: bool = True,
+                 compiler: Any = None, cache_size: int = CACHE_SIZE) -> None:
+        if interpreter is None:
+            from interpreter.selection import env_max_ops
+
+            interpreter = InterpreterExecutor(max_ops=env_max_ops())
+        if compiler is None:
+            from .compiling import CompilingExecutor
+
+            compiler = CompilingExecutor()
+        if cache_size < 1:
+            raise ValueError(f"JitExecutor: cache_size must be at least 1, got {cache_size}")
+        self.interpreter = interpreter
+        self.compiler = compiler
+        self.sync_on_interpreter_fallback = sync_on_interpreter_fallback
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+        #: compiles submitted so far (a structure evicted and seen again counts twice).
+        self.submitted = 0
+
+    def __repr__(self) -> str:
+        return (f"JitExecutor(interpreter={self.interpreter!r}, compiler={self.compiler!r}, "
+                f"sync_on_interpreter_fallback={self.sync_on_interpreter_fallback!r})")
+
+    def cached_keys(self) -> list[str]:
+        """The structural hashes held, least recently used first."""
+        with self._lock:
+            return list(self._cache)
+
+    def state(self, graph: Graph) -> str:
+        """``"absent"``, ``"pending"``, ``"compiled"`` or ``"failed"``: where the compile of
+        ``graph``'s structure stands in this executor (JIT-12)."""
+        with self._lock:
+            entry = self._cache.get(graph.structural_hash())
+        if entry is None:
+            return "absent"
+        if not entry.done:
+            return "pending"
+        return "failed" if entry.error is not None else "compiled"
+
+    def _entry(self, graph: Graph) -> _Entry:
+        key = graph.structural_hash()
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is not None:
+                self._cache.move_to_end(key)
+                return entry
+            try:  # the compile sees the graph as given, whatever the interpreter does to it
+                snapshot, error = Graph.parse(graph.to_text()), None
+            except Exception as e:
+                snapshot, error = None, e
+            entry = self._cache[key] = _Entry(snapshot, error)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+            if not entry.done:
+                self.submitted += 1
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(1, thread_name_prefix="jit-compile")
+                self._pool.submit(_resolve_quietly, entry, self.compiler)
+        return entry
+
+    def execute(self, graph: Graph, inputs: Sequence[Any]) -> Sequence[Any]:
+        if graph.outputs is None:
+            raise UnsupportedGraphError(f"JitExecutor: graph {graph.name!r} refused: graph "
+                                        "has no outputs (call graph.output(...)) [EXEC-2]")
+        validate_inputs("JitExecutor", graph, inputs)
+        entry = self._entry(graph)
+        if entry.done and entry.error is None:
+            result: Sequence[Any] = entry.plan.run(inputs)
+            return result
+        mutates = may_mutate(graph)
+        try:
+            served: Sequence[Any] = self.interpreter.execute(graph, inputs)
+            return served
+        except UnsupportedGraphError:
+            if not self.sync_on_interpreter_fallback:
+                raise
+        except Exception as e:
+            if mutates or not self.sync_on_interpreter_fallback:
+                raise
+            warnings.warn(f"JitExecutor: the interpreter failed on graph {graph.name!r} "
+                          f"({type(e).__name__}: {e}); serving it with the compiled plan "
+                          "instead. Please file a bug [JIT-10]", UserWarning, stacklevel=2)
+            try:
+                plan = entry.resolve(self.compiler)
+            except Exception as compile_error:
+                e.add_note(f"JitExecutor: the compiled fallback failed too: "
+                           f"{type(compile_error).__name__}: {compile_error} [JIT-10]")
+                raise e from None
+            recovered: Sequence[Any] = plan.run(inputs)
+            return recovered
+        compiled: Sequence[Any] = entry.resolve(self.compiler).run(inputs)
+        return compiled
+
+def _resolve_quietly(entry: _Entry, compiler: Any) -> None:
+    """The background task: compile; a failure stays in the entry (JIT-7)."""
+    try:
+        entry.resolve(compiler)
+    except Exception:
+        pass
+
+
+#: MAX's other name for the same class.
+CompositeExecutor = JitExecutor
