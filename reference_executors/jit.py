@@ -107,6 +107,13 @@ class JitExecutor:
         with self._lock:
             return list(self._cache)
 
+    def wait_compiled(self) -> None:
+        """Finish every cached compile now (failures stay cached; JIT-12)."""
+        with self._lock:
+            entries = list(self._cache.values())
+        for entry in entries:
+            _resolve_quietly(entry, self.compiler)
+
     def state(self, graph: Graph) -> str:
         """``"absent"``, ``"pending"``, ``"compiled"`` or ``"failed"``: where the compile of
         ``graph``'s structure stands in this executor (JIT-12)."""

@@ -18,8 +18,10 @@ WAIT_S = 10.0  # no test waits this long unless it is broken
 class FakePlan:
     """Runs the graph with the interpreter (or ``fn``) and counts its runs."""
 
-    def __init__(self, graph: Graph, fn: Callable[[Sequence[Any]], list[Any]] | None) -> None:
-        self.graph = lower(graph)
+    def __init__(self, graph: Graph, fn: Callable[[Sequence[Any]], list[Any]] | None,
+                 inner: Any = None) -> None:
+        self.inner = inner.compile(graph) if inner is not None else None
+        self.graph = graph if self.inner is not None else lower(graph)
         self.fn = fn
         self.runs = 0
         self.kernel_count = 1
@@ -28,16 +30,21 @@ class FakePlan:
         self.runs += 1
         if self.fn is not None:
             return self.fn(inputs)
+        if self.inner is not None:
+            return list(self.inner.run(inputs))
         return InterpreterExecutor().execute_accepted(self.graph, inputs)
 
 
 class FakeCompiler:
     """Counts compiles; each waits for ``gate`` (open by default) and may raise ``error``.
 
-    ``fn`` replaces the plan's computation (to tell compiled results from interpreted)."""
+    ``fn`` replaces the plan's computation (to tell compiled results from interpreted);
+    ``inner``: a real compiler that builds the plan (default: the plan interprets)."""
 
     def __init__(self, *, gated: bool = False, error: BaseException | None = None,
-                 fn: Callable[[Sequence[Any]], list[Any]] | None = None) -> None:
+                 fn: Callable[[Sequence[Any]], list[Any]] | None = None,
+                 inner: Any = None) -> None:
+        self.inner = inner
         self.gate = threading.Event()
         if not gated:
             self.gate.set()
@@ -65,7 +72,7 @@ class FakeCompiler:
         assert self.gate.wait(WAIT_S), "test never opened the compile gate"
         if self.error is not None:
             raise self.error
-        plan = FakePlan(graph, self.fn)
+        plan = FakePlan(graph, self.fn, self.inner)
         self.plans.append(plan)
         return plan
 
