@@ -1,14 +1,15 @@
-"""The JIT (composite) executor: interpret while compiling in the background (JIT-1..JIT-12).
+"""The JIT (composite) executor: interpret while compiling in the background (JIT-1..JIT-14).
 
 ``JitExecutor`` keeps, per instance, an LRU cache (``CACHE_SIZE`` entries) of compile
 entries keyed by the graph's structural hash (TEXT-7). The first sight of a structure
-submits one compile of a snapshot of the graph (a text round trip, taken before anything
-runs) to a background worker; while it is pending the interpreter serves the call; once it
-has landed the compiled plan serves every call without touching the interpreter. A graph
-the interpreter refuses waits for its compile (running it on the calling thread if the
-worker has not started it). Failed compiles are sticky. An interpreter runtime failure is
-recovered through the compiled plan, with a ``UserWarning``, only when the graph cannot have
-mutated anything yet (no buffer input, no side-effecting op). spec/reference-executors.md.
+submits one compile of a snapshot of the graph (its text, taken before anything runs and
+parsed by the compiling thread) to a background worker; while it is pending the interpreter
+serves the call; once it has landed the compiled plan serves every call without touching
+the interpreter. A graph the interpreter refuses waits for its compile (running it on the
+calling thread if the worker has not started it). Failed compiles are sticky. An
+interpreter runtime failure is recovered through the compiled plan, with a ``UserWarning``,
+only when the graph cannot have mutated anything yet (no buffer input, no side-effecting
+op). spec/reference-executors.md.
 """
 
 from __future__ import annotations
@@ -42,12 +43,12 @@ def may_mutate(graph: Graph) -> bool:
 class _Entry:
     """One structure's compile: runs at most once, on whichever thread gets there first."""
 
-    def __init__(self, snapshot: Graph | None, error: BaseException | None) -> None:
-        self._snapshot = snapshot
+    def __init__(self, text: str) -> None:
+        self._text: str | None = text  # the graph as given; parsed by whoever compiles
         self._lock = threading.Lock()
-        self.done = error is not None
+        self.done = False
         self.plan: Any = None
-        self.error = error
+        self.error: BaseException | None = None
 
     def resolve(self, compiler: Any) -> Any:
         """The compiled plan; compiles now unless done (or being done elsewhere: then waits)
@@ -56,10 +57,10 @@ class _Entry:
             with self._lock:
                 if not self.done:
                     try:
-                        self.plan = compiler.compile(self._snapshot)
+                        self.plan = compiler.compile(Graph.parse(self._text or ""))
                     except Exception as e:  # sticky: kept and re-raised, never recompiled
                         self.error = e
-                    self._snapshot = None
+                    self._text = None
                     self.done = True
         if self.error is not None:
             raise self.error
@@ -132,18 +133,14 @@ class JitExecutor:
             if entry is not None:
                 self._cache.move_to_end(key)
                 return entry
-            try:  # the compile sees the graph as given, whatever the interpreter does to it
-                snapshot, error = Graph.parse(graph.to_text()), None
-            except Exception as e:
-                snapshot, error = None, e
-            entry = self._cache[key] = _Entry(snapshot, error)
+            # the compile sees the graph as given, whatever the interpreter does to it
+            entry = self._cache[key] = _Entry(graph.to_text())
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
-            if not entry.done:
-                self.submitted += 1
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(1, thread_name_prefix="jit-compile")
-                self._pool.submit(_resolve_quietly, entry, self.compiler)
+            self.submitted += 1
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="jit-compile")
+            self._pool.submit(_resolve_quietly, entry, self.compiler)
         return entry
 
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> Sequence[Any]:
