@@ -3,8 +3,9 @@
 ``JitExecutor`` keeps, per instance, an LRU cache (``CACHE_SIZE`` entries) of compile
 entries keyed by the graph's structural hash (TEXT-7). The first sight of a structure
 submits one compile of a snapshot of the graph (its text, taken before anything runs and
-parsed by the compiling thread) to a background worker; while it is pending the interpreter
-serves the call; once it has landed the compiled plan serves every call without touching
+parsed by the compiling thread) to a background worker once the interpreter has served
+that first call (so the compile does not slow it down); while it is pending the interpreter
+serves the calls; once it has landed the compiled plan serves every call without touching
 the interpreter. A graph the interpreter refuses waits for its compile (running it on the
 calling thread if the worker has not started it). Failed compiles are sticky. An
 interpreter runtime failure is recovered through the compiled plan, with a ``UserWarning``,
@@ -49,6 +50,7 @@ class _Entry:
         self.done = False
         self.plan: Any = None
         self.error: BaseException | None = None
+        self.evicted = False  # the worker skips it; a caller that holds it still compiles
 
     def resolve(self, compiler: Any) -> Any:
         """The compiled plan; compiles now unless done (or being done elsewhere: then waits)
@@ -126,32 +128,44 @@ class JitExecutor:
             return "pending"
         return "failed" if entry.error is not None else "compiled"
 
-    def _entry(self, graph: Graph) -> _Entry:
+    def _entry(self, graph: Graph) -> tuple[_Entry, bool]:
+        """The cache entry of ``graph``'s structure, and whether this call created it."""
         key = graph.structural_hash()
         with self._lock:
             entry = self._cache.get(key)
             if entry is not None:
                 self._cache.move_to_end(key)
-                return entry
+                return entry, False
             # the compile sees the graph as given, whatever the interpreter does to it
             entry = self._cache[key] = _Entry(graph.to_text())
             while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+                self._cache.popitem(last=False)[1].evicted = True
             self.submitted += 1
+        return entry, True
+
+    def _submit(self, entry: _Entry) -> None:
+        with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="jit-compile")
             self._pool.submit(_resolve_quietly, entry, self.compiler)
-        return entry
 
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> Sequence[Any]:
         if graph.outputs is None:
             raise UnsupportedGraphError(f"JitExecutor: graph {graph.name!r} refused: graph "
                                         "has no outputs (call graph.output(...)) [EXEC-2]")
         validate_inputs("JitExecutor", graph, inputs)
-        entry = self._entry(graph)
+        entry, new = self._entry(graph)
         if entry.done and entry.error is None:
             result: Sequence[Any] = entry.plan.run(inputs)
             return result
+        try:
+            return self._interpret(graph, inputs, entry)
+        finally:
+            if new:  # after the interpreter's call, so the compile does not slow it down
+                self._submit(entry)
+
+    def _interpret(self, graph: Graph, inputs: Sequence[Any], entry: _Entry) -> Sequence[Any]:
+        """Serve a call whose plan is not ready: the interpreter, else the plan (JIT-6/10)."""
         mutates = may_mutate(graph)
         try:
             served: Sequence[Any] = self.interpreter.execute(graph, inputs)
@@ -164,7 +178,7 @@ class JitExecutor:
                 raise
             warnings.warn(f"JitExecutor: the interpreter failed on graph {graph.name!r} "
                           f"({type(e).__name__}: {e}); serving it with the compiled plan "
-                          "instead. Please file a bug [JIT-10]", UserWarning, stacklevel=2)
+                          "instead. Please file a bug [JIT-10]", UserWarning, stacklevel=3)
             try:
                 plan = entry.resolve(self.compiler)
             except Exception as compile_error:
@@ -176,8 +190,12 @@ class JitExecutor:
         compiled: Sequence[Any] = entry.resolve(self.compiler).run(inputs)
         return compiled
 
+
 def _resolve_quietly(entry: _Entry, compiler: Any) -> None:
-    """The background task: compile; a failure stays in the entry (JIT-7)."""
+    """The background task: compile unless evicted meanwhile; a failure stays in the entry
+    (JIT-7)."""
+    if entry.evicted:
+        return
     try:
         entry.resolve(compiler)
     except Exception:

@@ -202,15 +202,34 @@ def test_the_cache_is_a_bounded_lru() -> None:
     e = jit(compiler, cache_size=2)
     graphs = [build(lambda x, k=k: x + float(k), f32(1)) for k in range(3)]
     keys = [g.structural_hash() for g in graphs]
-    for g in graphs[:2]:
+
+    def call(g: Graph) -> None:
         e.execute(g, [f32(1)])
-    e.execute(graphs[0], [f32(1)])  # 0 is now the most recently used
-    e.execute(graphs[2], [f32(1)])  # evicts 1
-    assert e.cached_keys() == [keys[0], keys[2]]
-    wait_for(lambda: compiler.compiles == 3, "three compiles")
-    e.execute(graphs[1], [f32(1)])  # seen again: compiled again
-    wait_for(lambda: compiler.compiles == 4, "the recompile")
+        e.wait_compiled()
+
+    for g in graphs[:2]:
+        call(g)
+    call(graphs[0])  # 0 is now the most recently used
+    call(graphs[2])  # evicts 1
+    assert e.cached_keys() == [keys[0], keys[2]] and compiler.compiles == 3
+    call(graphs[1])  # seen again: compiled again
+    assert compiler.compiles == 4
     assert e.submitted == 4 and e.cached_keys() == [keys[2], keys[1]]
+
+
+@pytest.mark.spec("JIT-9")
+def test_a_compile_evicted_before_it_started_is_skipped() -> None:
+    compiler = FakeCompiler(gated=True)
+    e = jit(compiler, cache_size=1)
+    graphs = [build(lambda x, k=k: x + float(k), f32(1)) for k in range(3)]
+    texts = [g.to_text() for g in graphs]
+    e.execute(graphs[0], [f32(1)])
+    assert compiler.started.wait(WAIT_S)  # the worker is inside compile 0
+    e.execute(graphs[1], [f32(1)])  # queued, then evicted by the next
+    e.execute(graphs[2], [f32(1)])
+    compiler.gate.set()
+    wait_for(lambda: compiler.compiles == 2 and compiler.plans[1:] != [], "the last compile")
+    assert e.submitted == 3 and compiler.texts == [texts[0], texts[2]]
 
 
 @pytest.mark.spec("JIT-10")
