@@ -2,6 +2,9 @@
 
 ``MAX_EAGER_EXECUTOR`` and ``MAX_INTERPRETER_MAX_OPS`` are read when the default executor is
 first needed (not at import), so a bad value fails there with a clear ``ValueError``.
+The reference executors (``reference_executors.compiling``, ``reference_executors.jit``) are
+named by string and imported only when one is built: ``interpreter/`` sits below them and
+never imports them at module level (JIT-13).
 """
 
 from __future__ import annotations
