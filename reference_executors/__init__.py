@@ -1,7 +1,10 @@
-"""Reference executors that must pass the conformance suite.
+"""Reference executors that must pass the conformance suite (spec/reference-executors.md).
 
-Planned (a later issue): ``compiling.CompilingExecutor`` (a fusing CPU compiler),
-``jit.JitExecutor`` (interpret while compiling in the background) and a CuPy GPU executor.
-``interpreter.executor`` resolves the names ``compile``, ``jit`` and ``composite`` to these
-classes lazily; until they exist, selecting them raises ``ExecutorUnavailableError``.
+* ``compiling.CompilingExecutor``: a fusing CPU compiler (COMP-n); ``MAX_EAGER_EXECUTOR=compile``.
+* ``jit.JitExecutor`` (``CompositeExecutor``): interprets while the compile runs in the
+  background, then serves the compiled plan (JIT-n); the default (``composite``, ``jit``).
+
+``interpreter.selection`` resolves the names ``compile``, ``jit`` and ``composite`` to these
+classes lazily, so ``interpreter`` never imports this package at module level. The CuPy GPU
+executor is not shipped yet.
 """

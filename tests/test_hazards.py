@@ -18,14 +18,16 @@ from . import broken_executors as broken
 from . import vendor_executors as vendor
 from .test_selftest import assert_repro_fails, run_suite
 
-# broken executor, the cells that must fail (and no others), words of the message
+# broken executor, the cells that must fail (and no others), words of the message (each
+# failure is diagnosed by the class of its effect, CONF-40)
 CAUGHT: list[tuple[str, set[str], list[str]]] = [
-    ("FusedMultiplyAdd", {"fma-float64", "chain-float64"}, ["add [float64]", "NUM-12"]),
+    ("FusedMultiplyAdd", {"fma-float64", "chain-float64"},
+     ["add [float64]", "NUM-12", "diagnosis:\n  fma:"]),
     ("Float16ChainInFloat32", {"fma-float16", "fma-bfloat16", "chain-float16",
-                               "chain-bfloat16"}, ["NUM-12"]),
+                               "chain-bfloat16"}, ["NUM-12", "excess-precision:"]),
     ("DoubleRoundingCast", {"narrow-float64-float16", "narrow-float64-bfloat16"},
-     ["cast [float16]", "cast [bfloat16]", "NUM-4"]),
-    ("SaturatingInt8Negate", {"overflow-int8"}, ["negate [int8]", "NUM-2"]),
+     ["cast [float16]", "cast [bfloat16]", "NUM-4", "double-rounding:"]),
+    ("SaturatingInt8Negate", {"overflow-int8"}, ["negate [int8]", "NUM-2", "int-saturation:"]),
 ]
 SEEDS = range(12)
 
@@ -34,7 +36,7 @@ def _cells(name: str) -> list[Hazard]:
     return [h for h in hazards() if h.id in next(c for n, c, _ in CAUGHT if n == name)]
 
 
-@pytest.mark.spec("CONF-50", "CONF-18")
+@pytest.mark.spec("CONF-50", "CONF-18", "CONF-40")
 @pytest.mark.parametrize(("name", "cells", "words"), CAUGHT, ids=[c[0] for c in CAUGHT])
 def test_hazard_family_catches(tmp_path: Path, name: str, cells: set[str],
                                words: list[str]) -> None:
@@ -46,6 +48,8 @@ def test_hazard_family_catches(tmp_path: Path, name: str, cells: set[str],
     text = run.text()
     for w in words:
         assert w in text, f"no failure message of {name} mentions {w!r}:\n{text}"
+    diagnosed = [k for k in run.failed() if "diagnosis:" in run.messages[k]]
+    assert diagnosed == run.failed(), "every failure carries its diagnosis (CONF-40)"
     assert "SUITE ERROR" not in text
     assert_repro_fails(run)
 

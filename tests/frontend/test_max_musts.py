@@ -231,8 +231,9 @@ def flaky_op() -> Iterator[OpDef]:
             raise ZeroDivisionError("kernel exploded once")
         return x + 100
 
-    op = register(OpDef("test_max_must_flaky", "fails once", "test", ("x",), (), elementwise,
-                        kernel, frozenset(DType), EXACT))
+    op = register(OpDef("test_max_must_flaky", summary="fails once", category="test",
+                        operands=("x",), attrs=(), infer=elementwise, kernel=kernel,
+                        dtypes=frozenset(DType), tolerance=EXACT))
     yield op
     del REGISTRY["test_max_must_flaky"]
 

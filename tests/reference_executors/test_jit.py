@@ -34,8 +34,9 @@ def raising_op() -> Iterator[OpDef]:
     def kernel(x: np.ndarray) -> np.ndarray:
         raise ZeroDivisionError("kernel exploded")
 
-    op = register(OpDef(RAISING, "raises", "test", ("x",), (), elementwise, kernel,
-                        frozenset(DType), EXACT))
+    op = register(OpDef(RAISING, summary="raises", category="test", operands=("x",), attrs=(),
+                        infer=elementwise, kernel=kernel, dtypes=frozenset(DType),
+                        tolerance=EXACT))
     yield op
     del REGISTRY[RAISING]
 
