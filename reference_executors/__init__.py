@@ -5,6 +5,8 @@
   background, then serves the compiled plan (JIT-n); the default (``composite``, ``jit``).
 
 ``interpreter.selection`` resolves the names ``compile``, ``jit`` and ``composite`` to these
-classes lazily, so ``interpreter`` never imports this package at module level. The CuPy GPU
-executor is not shipped yet.
+classes lazily, so ``interpreter`` never imports this package at module level.
+
+* ``gpu.CupyExecutor``: GPU-placed graphs with CuPy, one generated CUDA kernel per fused
+  chain (GPU-n; extra ``gpu``; untested on hardware as of 2026-12-01).
 """

@@ -12,7 +12,7 @@ import pytest
 
 from interpreter.dtype import DType
 from interpreter.errors import ExecutorUnavailableError
-from interpreter.graph import BufferType, DeviceRef, Graph, TensorType, ops
+from interpreter.graph import DeviceRef, Graph, TensorType, ops
 from interpreter.graph.lowering import lower
 from interpreter.registry import REGISTRY
 from interpreter.testing.sampling import RandomArgSource
@@ -22,6 +22,7 @@ from reference_executors.gpu import CupyExecutor, gpu_refusal, plan_gpu
 from reference_executors.gpu_library import LIBRARY, REFUSED_OPS
 
 from .golden import DIR, expected_files
+from .gpu_graphs import on_device
 from .graphs import mlp
 
 GPU0 = DeviceRef.GPU(0)
@@ -137,17 +138,7 @@ def test_every_registered_op_is_served_or_refused_by_name() -> None:
 
 # -- GPU-4, GPU-5: the plan ------------------------------------------------------------------
 def _on_gpu(graph: Graph) -> Graph:
-    """The same lowered graph restaged with every input on GPU 0."""
-    lower(graph)
-    g = Graph(graph.name, [TensorType(v.type.dtype, v.type.shape, GPU0) if not
-                           isinstance(v.type, BufferType) else v.type for v in graph.inputs])
-    env = dict(zip(graph.inputs, g.inputs, strict=True))
-    with g:
-        for node in graph.nodes:
-            env.update(zip(node.results, g.stage(node.op, [env[v] for v in node.operands],
-                                                 dict(node.attrs)), strict=True))
-        g.output(*(env[v] for v in graph.outputs or ()))
-    return lower(g)
+    return on_device(graph, GPU0)
 
 
 @pytest.mark.spec("GPU-4", "GPU-5")

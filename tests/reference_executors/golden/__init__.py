@@ -69,22 +69,12 @@ def _kernels(graph: Graph) -> str:
 
 
 def _chain16() -> str:
+    from tests.reference_executors.gpu_graphs import on_device
     from tests.reference_executors.graphs import chain16
 
-    text = ""
-    for d in (DType.float32, DType.float16):
-        g = chain16(8, d)
-        gpu = Graph("chain16_gpu", [TensorType(d, (8,), GPU)] * 2)
-        # the same chain staged on the GPU: re-stage node by node
-        env = dict(zip(g.inputs, gpu.inputs, strict=True))
-        with gpu:
-            for node in lower(g).nodes:
-                attrs = dict(node.attrs)
-                results = gpu.stage(node.op, [env[v] for v in node.operands], attrs)
-                env.update(zip(node.results, results, strict=True))
-            gpu.output(*(env[v] for v in g.outputs or ()))
-        text += f"// == chain16 {d.value} (one kernel) ==\n" + _kernels(lower(gpu))
-    return text
+    return "".join(f"// == chain16 {d.value} (one kernel) ==\n"
+                   + _kernels(on_device(chain16(8, d), GPU))
+                   for d in (DType.float32, DType.float16))
 
 
 def expected_files() -> dict[str, str]:
