@@ -115,14 +115,14 @@ __device__ __forceinline__ long long ec_ipow_s(long long base, long long e) {
 }
 // silu and gelu as the reference (limit -0.0 at -inf, NUM-7)
 __device__ __forceinline__ double ec_silu(double x) {
-  return x == -INFINITY ? -0.0 : x / (1.0 + exp(-x));
+  return (isinf(x) && x < 0.0) ? -0.0 : x / (1.0 + exp(-x));
 }
 __device__ __forceinline__ double ec_gelu(double x) {
-  return x == -INFINITY ? -0.0 : 0.5 * x * erfc(-x / 1.4142135623730951);
+  return (isinf(x) && x < 0.0) ? -0.0 : 0.5 * x * erfc(-x / 1.4142135623730951);
 }
 __device__ __forceinline__ double ec_gelu_tanh(double x) {
   double u = 0.7978845608028654 * (x + 0.044715 * pow(x, 3.0));
-  return x == -INFINITY ? -0.0 : x / (1.0 + exp(-2.0 * u));
+  return (isinf(x) && x < 0.0) ? -0.0 : x / (1.0 + exp(-2.0 * u));
 }
 
 // Philox4x32-10 words x0, x1 for counter (n mod 2^32, n >> 32, 0, 0) and a 64-bit seed (RNG-1/2)
