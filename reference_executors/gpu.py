@@ -256,6 +256,7 @@ class CupyExecutor:
         """Refuse (GPU-3), validate and import inputs (GPU-13), run, fresh outputs (GPU-14)."""
         plan = self.compile(graph)
         arrays = self._accept(graph, inputs)
+        graph = plan.graph  # the cached plan's graph: structurally equal, its own values
         env: dict[Value, Any] = dict(zip(graph.inputs, arrays, strict=True))
         keep = set(graph.inputs) | set(graph.outputs or ())
         for i, step in enumerate(plan.steps):

@@ -11,11 +11,7 @@ CUDA's libm and NVRTC are only exercised by ``scripts/gpu_check.sh``. Skipped wi
 
 from __future__ import annotations
 
-import ctypes
-import shutil
-import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,40 +22,17 @@ from interpreter.executor import InterpreterExecutor
 from interpreter.graph import DeviceRef, Graph
 from interpreter.registry import REGISTRY
 from interpreter.registry.random import largest_below
-from reference_executors.cuda_codegen import _PHILOX, ELEMENTWISE_OPS, PREAMBLE, KernelSource
+from reference_executors.cuda_codegen import ELEMENTWISE_OPS, KernelSource
 from reference_executors.cuda_codegen import random_kernel as make_random_kernel
 from reference_executors.gpu import plan_gpu
 
+from . import hostc
 from .golden import op_graphs
 from .gpu_graphs import on_device
 from .graphs import chain16
 
-CXX = shutil.which("g++")
-pytestmark = pytest.mark.skipif(CXX is None, reason="no C++ compiler (g++) to compile the "
+pytestmark = pytest.mark.skipif(hostc.CXX is None, reason="no C++ compiler (g++) to compile the "
                                 "generated kernels for the host")
-
-SHIM = r"""
-#include <math.h>
-#include <cmath>
-#include <cstring>
-#include <cfloat>
-#define __device__
-#define __forceinline__ inline
-using std::isnan; using std::isinf; using std::signbit;
-static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
-static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
-static inline float __double2float_rz(double d) {  // round toward zero
-  if (d != d) return (float)d;
-  float f = (float)d;
-  if (std::isinf(f) && !std::isinf(d)) return copysignf(FLT_MAX, f);
-  if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
-  return f;
-}
-"""
-CTYPE = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
-         "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
-         "uint32": "unsigned int", "uint64": "unsigned long long", "float32": "float",
-         "float64": "double"}
 N = 2048
 
 
@@ -69,24 +42,6 @@ class Case:
     source: KernelSource
     graph: Graph | None = None  # None: a random kernel
     label: str = ""
-
-
-def _harness(case: Case) -> str:
-    """``void fn(void** ins, void** outs, long long n)``: the kernel body in a loop."""
-    src, lines = case.source, []
-    scalars = case.graph is None  # the random kernels' float64 params are scalars
-    params = [p.split() for p in src.in_params.split(", ") if p]
-    for k, p in enumerate(params):
-        if p[0] == "raw":
-            lines.append(f"const {CTYPE[p[1]]}* {p[2]} = (const {CTYPE[p[1]]}*)ins[{k}];")
-        else:
-            at = "0" if scalars else "i"
-            lines.append(f"const {CTYPE[p[0]]} {p[1]} = ((const {CTYPE[p[0]]}*)ins[{k}])[{at}];")
-    for j, p in enumerate(q.split() for q in src.out_params.split(", ")):
-        lines.append(f"{CTYPE[p[0]]}& {p[1]} = (({CTYPE[p[0]]}*)outs[{j}])[i];")
-    return (f'extern "C" void {case.fn}(void** ins, void** outs, long long n) {{\n'
-            "for (long long i = 0; i < n; ++i) {\n" + "\n".join(lines) + "\n"
-            + src.operation + "}}\n")
 
 
 def _all_cases() -> dict[str, list[Case]]:
@@ -112,15 +67,8 @@ def _all_cases() -> dict[str, list[Case]]:
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, list[Case]]]:
     cases = _all_cases()
-    code = SHIM + PREAMBLE + _PHILOX + "".join(_harness(c) for g in cases.values() for c in g)
-    d: Path = tmp_path_factory.mktemp("hostc")
-    (d / "k.cpp").write_text(code)
-    assert CXX is not None
-    proc = subprocess.run([CXX, "-O0", "-shared", "-fPIC", "-ffp-contract=off",
-                           "-o", str(d / "k.so"), str(d / "k.cpp")],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[:4000]
-    return ctypes.CDLL(str(d / "k.so")), cases
+    every = [c for group in cases.values() for c in group]
+    return hostc.build([c.source for c in every], tmp_path_factory.mktemp("hostc")), cases
 
 
 def _values(rng: np.random.Generator, d: DType, n: int) -> np.ndarray:
@@ -146,15 +94,8 @@ def _values(rng: np.random.Generator, d: DType, n: int) -> np.ndarray:
     return x
 
 
-def _bits(a: np.ndarray) -> np.ndarray:
-    return a.view(np.uint16) if a.dtype == np.float16 else a
-
-
 def _run(lib: Any, case: Case, ins: list[np.ndarray], out: np.ndarray) -> None:
-    cin = [np.ascontiguousarray(_bits(a)) for a in ins]
-    ptrs = (ctypes.c_void_p * len(cin))(*[a.ctypes.data for a in cin])
-    outs = (ctypes.c_void_p * 1)(_bits(out).ctypes.data)
-    getattr(lib, case.fn)(ptrs, outs, ctypes.c_longlong(out.size))
+    hostc.run(getattr(lib, case.fn), ins, [out])
 
 
 def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
