@@ -37,7 +37,8 @@ from .compiling_plan import Group, Plan, plan_graph, value_ends
 from .cuda_codegen import ELEMENTWISE_OPS, GPU_DTYPES, KernelSource, generate_group, random_kernel
 from .gpu_library import LIBRARY, REFUSED_OPS
 
-__all__ = ["CACHE_SIZE", "HOST_OPS", "CupyExecutor", "GpuPlan", "KernelStep", "LibraryStep",
+__all__ = ["CACHE_SIZE", "HOST_OPS", "SUPPORTED_OPS", "CupyExecutor", "GpuPlan", "KernelStep",
+           "LibraryStep",
            "gpu_refusal", "import_cupy", "plan_gpu"]
 
 #: Plans kept per executor instance (least recently used dropped first).
