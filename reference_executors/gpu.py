@@ -38,8 +38,7 @@ from .cuda_codegen import ELEMENTWISE_OPS, GPU_DTYPES, KernelSource, generate_gr
 from .gpu_library import LIBRARY, REFUSED_OPS
 
 __all__ = ["CACHE_SIZE", "HOST_OPS", "SUPPORTED_OPS", "CupyExecutor", "GpuPlan", "KernelStep",
-           "LibraryStep",
-           "gpu_refusal", "import_cupy", "plan_gpu"]
+           "LibraryStep", "gpu_refusal", "import_cupy", "plan_gpu"]
 
 #: Plans kept per executor instance (least recently used dropped first).
 CACHE_SIZE = 256
