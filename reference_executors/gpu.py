@@ -1,9 +1,12 @@
 """``CupyExecutor``: a CuPy executor for graphs whose values live on GPUs (GPU-1..GPU-19).
 
 UNTESTED ON HARDWARE as of 2026-12-01: it has never run on a GPU. What a CPU can check is
-checked in CI (the plan, the generated CUDA source against reviewed golden files, the
-refusals, the library calls over numpy, the import without CuPy); ``scripts/gpu_check.sh``
-runs the conformance suite, the GPU tests and the GPU benchmarks on a GPU machine.
+checked in CI (the plan, the generated CUDA source against reviewed golden files, the same
+kernels compiled for the host against the registry kernels, the executor over a fake CuPy,
+the refusals, the library calls over numpy, the import without CuPy). During development
+every generated kernel also compiled cleanly with NVRTC 12.9 for compute_90 and was
+accepted by CuPy 14.2's ``ElementwiseKernel`` (not in CI). ``scripts/gpu_check.sh`` runs the
+conformance suite, the GPU tests and the GPU benchmarks on a GPU machine.
 
 Design (spec/reference-executors.md, "GPU executor"): the graph is lowered and planned by
 the CPU compiling executor's planner (``compiling_plan.plan_graph``: the same fusion groups);
