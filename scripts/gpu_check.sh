@@ -15,6 +15,7 @@
 #      (JSON + HTML report in conformance-report.*)
 # Timeouts (seconds): T_INSTALL=180 T_UNIT=150 T_BENCH=120 T_CONF=300.
 set -u
+# always the venv's interpreter (`python -m pytest`): a system pytest would miss the venv
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-check-out}"
 mkdir -p "$OUT"
@@ -61,18 +62,18 @@ PY
 log "versions: $(last "$OUT/versions.txt" 3)"
 
 # 2. GPU unit tests (skips say why)
-timeout "${T_UNIT:-150}" pytest tests/reference_executors/test_gpu_executor.py \
-    tests/reference_executors/test_gpu_codegen.py -p no:xdist -q -rs > "$OUT/unit.log" 2>&1
+timeout "${T_UNIT:-150}" python -m pytest tests/reference_executors/test_gpu_*.py \
+    -p no:xdist -q -rs > "$OUT/unit.log" 2>&1
 log "unit tests rc=$? $(last "$OUT/unit.log")"
 
 # 3. GPU benchmarks
-GPU_BENCH_JSON="$OUT/bench.json" timeout "${T_BENCH:-120}" pytest benchmarks/bench_gpu.py \
+GPU_BENCH_JSON="$OUT/bench.json" timeout "${T_BENCH:-120}" python -m pytest benchmarks/bench_gpu.py \
     --benchmark-enable -p no:xdist -s -q -rs --benchmark-json="$OUT/bench-full.json" \
     > "$OUT/bench.log" 2>&1
 log "benchmarks rc=$? $(grep -E '^gpu ' "$OUT/bench.log" | tr '\n' ' ')"
 
 # 4. the conformance suite
-timeout "${T_CONF:-300}" pytest conformance/ --executor=reference_executors.gpu:CupyExecutor \
+timeout "${T_CONF:-300}" python -m pytest conformance/ --executor=reference_executors.gpu:CupyExecutor \
     -n 4 --hypothesis-profile=ci -q -rs -p no:cacheprovider \
     --conformance-report="$OUT/conformance-report.json" > "$OUT/conformance.log" 2>&1
 log "conformance rc=$? $(last "$OUT/conformance.log")"
