@@ -23,6 +23,14 @@ __all__ = ["make_fake_cupy"]
 
 
 _LIBS: dict[str, Any] = {}
+_TMP: list[tempfile.TemporaryDirectory[str]] = []
+
+
+def _tmp() -> str:
+    """One directory for the session's libraries, removed at interpreter exit."""
+    if not _TMP:
+        _TMP.append(tempfile.TemporaryDirectory(prefix="fakecupy"))
+    return _TMP[0].name
 
 
 class _Device:
@@ -69,7 +77,7 @@ class ElementwiseKernel:
         if self._fn is None:
             lib = _LIBS.get(self.source.name)
             if lib is None:  # one host library per distinct kernel, for the whole session
-                lib = hostc.build([self.source], Path(tempfile.mkdtemp(prefix="fakecupy")))
+                lib = hostc.build([self.source], Path(tempfile.mkdtemp(dir=_tmp())))
                 _LIBS[self.source.name] = lib
             self._fn = lib.k0
         ins, outs = args[: self.n_in], list(args[self.n_in:])
