@@ -53,14 +53,17 @@ from interpreter.graph.core import Graph, Value
 from interpreter.graph.lowering import lower
 from interpreter.registry import REGISTRY
 
+from . import compiling_native
 from .compiling_plan import Group, Plan, plan_graph, value_ends
 
-__all__ = ["BLOCK", "CACHE_SIZE", "CompiledPlan", "CompilingExecutor"]
+__all__ = ["BLOCK", "CACHE_SIZE", "NATIVE_MIN", "CompiledPlan", "CompilingExecutor"]
 
 #: Elements per block of a fused kernel (float32: 64 KiB per scratch buffer).
 BLOCK = 16384
 #: Plans kept per executor instance (least recently used dropped first, COMP-9).
 CACHE_SIZE = 256
+#: Elements from which ``native="auto"`` compiles a fused group to C (COMP-13).
+NATIVE_MIN = 32768
 
 
 _UINT: dict[int, Any] = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -120,10 +123,12 @@ def _out_style(op_name: str, kernel: Any) -> bool:
 class _Gen:
     """Generates the source of one plan's function."""
 
-    def __init__(self, plan: Plan, block: int) -> None:
-        self.plan, self.block = plan, block
+    def __init__(self, plan: Plan, block: int, native: bool | str = False) -> None:
+        self.plan, self.block, self.native = plan, block, native
         self.ns: dict[str, Any] = {"np": np, "asarray": np.asarray, "empty": np.empty,
-                                   "broadcast_to": np.broadcast_to}
+                                   "broadcast_to": np.broadcast_to,
+                                   "contig": np.ascontiguousarray}
+        self.native_kernels = 0
         self.lines: list[str] = []
         self.allocated: set[int] = set()
 
@@ -183,7 +188,7 @@ class _Gen:
                 self.allocated.add(slot)
                 emit(f"    s{slot} = empty({shape!r}, {self.dtype(v)})")
             emit(f"    {self.name(v)} = s{slot}")
-        if size == 0:
+        if size == 0 or self.native_group(g, size):
             return
         bcast = any(nodes[p].op.name == "broadcast_to" and nodes[p].operands[0] not in g.values
                     and nodes[p].operands[0].type.shape != shape for p in g.members)
@@ -281,14 +286,37 @@ class _Gen:
             self.lines.extend(f"    {b}" for b in body)
 
 
+    def native_group(self, g: Group, size: int) -> bool:
+        """Emit ``g`` as one call of its C kernel if it qualifies (COMP-13); else False."""
+        if self.native is False or (self.native == "auto" and size < NATIVE_MIN):
+            return False
+        got = compiling_native.group_source(self.plan.graph.nodes, g.members, g.values,
+                                            g.outputs, size)
+        if got is None:
+            return False
+        source, ext, outs = got
+        kernel = compiling_native.build(source, len(ext) + len(outs))
+        if kernel is None:
+            return False
+        gid = self.native_kernels
+        self.native_kernels += 1
+        self.ns[f"nk{gid}"] = kernel
+        args = [f"contig({self.name(v)}, {self.dtype(v)}).ctypes.data" for v in ext]
+        args += [f"{self.name(v)}.ctypes.data" for v in outs]
+        self.lines.append(f"    nk{gid}({size}, {', '.join(args)})")
+        return True
+
+
 class CompiledPlan:
     """One compiled graph: ``run(inputs)`` has ``execute``'s semantics (EXEC-4..7)."""
 
-    def __init__(self, graph: Graph, plan: Plan, block: int) -> None:
+    def __init__(self, graph: Graph, plan: Plan, block: int, native: bool | str = False
+                 ) -> None:
         self.graph = graph
         self.plan = plan
-        gen = _Gen(plan, block)
+        gen = _Gen(plan, block, native)
         self.source = gen.source()
+        self.native_kernel_count = gen.native_kernels
         code = compile(self.source, f"<compiled plan {graph.name}>", "exec")
         exec(code, gen.ns)
         self._fn = gen.ns["plan"]
@@ -319,14 +347,19 @@ class CompilingExecutor:
     """Compiles each graph once (cached per instance by structural hash, LRU of
     ``cache_size`` plans) and runs the compiled plan (COMP-1..COMP-9)."""
 
-    def __init__(self, cache_size: int = CACHE_SIZE, block: int = BLOCK) -> None:
-        self.cache_size, self.block = cache_size, block
+    def __init__(self, cache_size: int = CACHE_SIZE, block: int = BLOCK,
+                 native: bool | str = "auto") -> None:
+        if native not in (True, False, "auto"):
+            raise ValueError(f"CompilingExecutor: native={native!r}; expected 'auto', True "
+                             "or False [COMP-13]")
+        self.cache_size, self.block, self.native = cache_size, block, native
         self._cache: OrderedDict[str, CompiledPlan] = OrderedDict()
         self._lock = threading.Lock()
         self.compiles = 0  # plans built (cache misses), for tests
 
     def __repr__(self) -> str:
-        return f"CompilingExecutor(cache_size={self.cache_size!r}, block={self.block!r})"
+        return (f"CompilingExecutor(cache_size={self.cache_size!r}, block={self.block!r}, "
+                f"native={self.native!r})")
 
     def refusal(self, graph: Graph) -> str | None:
         """Why ``graph`` cannot be compiled, or None; changes nothing (COMP-8)."""
@@ -356,7 +389,7 @@ class CompilingExecutor:
             if plan is not None:
                 self._cache.move_to_end(key)
                 return plan
-        plan = CompiledPlan(graph, plan_graph(graph), self.block)
+        plan = CompiledPlan(graph, plan_graph(graph), self.block, self.native)
         with self._lock:
             self.compiles += 1
             self._cache[key] = plan
