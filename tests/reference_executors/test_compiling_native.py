@@ -1,4 +1,4 @@
-"""CompilingExecutor's native tier (generated C for fused groups, COMP-13..COMP-20)."""
+"""CompilingExecutor's native tier (generated C for fused groups, COMP-13..COMP-18)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from interpreter.graph import Graph, TensorType, ops
 from reference_executors import compiling, compiling_native
 from reference_executors.compiling import CompilingExecutor
 
-from .graphs import chain16
+from .graphs import chain16, chain_n
 
 HAVE_CC = compiling_native.compiler() is not None
 needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler")
@@ -164,9 +164,9 @@ def test_the_chain_is_one_native_kernel_matching_the_reference(dtype: DType) -> 
 @pytest.mark.spec("COMP-14")
 def test_auto_serves_only_large_groups_and_small_graphs_never_call_the_compiler(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Below ``NATIVE_MIN`` elements ``auto`` keeps the numpy path without looking for a
-    compiler (the conformance suite's graphs compile as fast as before); ``False`` never
-    uses C; other values are a ``ValueError``."""
+    """Below ``NATIVE_MIN`` elements or above ``NATIVE_MAX_OPS`` ops ``auto`` keeps the
+    numpy path without looking for a compiler (the conformance suite's graphs compile as
+    fast as before); ``False`` never uses C; other values are a ``ValueError``."""
     def boom(*a: Any) -> None:
         raise AssertionError("compiler called")
 
@@ -175,6 +175,8 @@ def test_auto_serves_only_large_groups_and_small_graphs_never_call_the_compiler(
     assert (plan.kernel_count, plan.native_kernel_count) == (1, 0)
     plan = CompilingExecutor(native=False).compile(chain16(compiling.NATIVE_MIN))
     assert plan.native_kernel_count == 0
+    long = chain_n(compiling.NATIVE_MAX_OPS + 1, compiling.NATIVE_MIN)  # gcc would take ~1 s
+    assert CompilingExecutor().compile(long).native_kernel_count == 0
     with pytest.raises(ValueError, match=r"native='yes'.*\[COMP-13\]"):
         CompilingExecutor(native="yes")
 
@@ -232,10 +234,11 @@ def test_scalar_operands_are_native_and_row_broadcasts_keep_numpy() -> None:
     broadcast (a bias row) keeps the numpy block path. Strided inputs are fine."""
     n = 2048
 
-    def scalar() -> Graph:
-        with Graph("s", [TensorType(DType.float32, (n,)), TensorType(DType.float32, ())]) as g:
-            x, c = g.inputs
-            g.output(ops.sqrt(ops.mul(x, ops.broadcast_to(c, (n,)))))
+    def scalar() -> Graph:  # strided inputs are copied for the call: copies outlive it
+        with Graph("s", [TensorType(DType.float32, (n,))] * 2) as g:
+            x, y = g.inputs
+            c, d = ops.constant(np.float32(2.5)), ops.constant(np.float32(9.0))
+            g.output(ops.sqrt(ops.add(ops.mul(x, c), ops.mul(y, d))))
         return g
 
     def rows() -> Graph:
@@ -246,9 +249,10 @@ def test_scalar_operands_are_native_and_row_broadcasts_keep_numpy() -> None:
         return g
 
     rng = np.random.default_rng(5)
-    x = rng.standard_normal(2 * n).astype(np.float32)[::2]  # not contiguous
-    got, ref, plan = run_both(scalar, [x, np.array(2.5, np.float32)], native=True)
+    x, y = rng.standard_normal((2, 2 * n)).astype(np.float32)[:, ::2]  # not contiguous
+    got, ref, plan = run_both(scalar, [x, y], native=True)
     assert plan.native_kernel_count == 1 and same(got[0], ref[0])
+    assert same(plan.run([x, y])[0], ref[0])  # run_both passes contiguous copies
     ins = [rng.standard_normal((64, 32)).astype(np.float32),
            rng.standard_normal(32).astype(np.float32)]
     got, ref, plan = run_both(rows, ins, native=True)
