@@ -136,6 +136,15 @@ def _native_compile_once(n_ops: int) -> float:
     return t
 
 
+def _mlp_line(approximate: str, interp: Any, comp: Any, rep: int) -> str:
+    m_ins, mg = mlp_inputs(), mlp(approximate=approximate)
+    t_np = _best(lambda: _numpy_mlp(m_ins, approximate), rep)
+    t_mi = _best(lambda: interp.execute(mg, m_ins), rep)
+    t_mc = _best(lambda: comp.execute(mg, m_ins), rep)
+    return (f"mlp gelu={approximate}: numpy={t_np * 1e3:.2f} ms interpreter={t_mi * 1e3:.2f} "
+            f"ms compiled={t_mc * 1e3:.2f} ms (numpy/compiled {t_np / t_mc:.2f}x)")
+
+
 def _ratios(n: int, rep: int) -> list[str]:
     g, ins, interp = chain16(n), _inputs(n), InterpreterExecutor()
     comp, numpy_tier = CompilingExecutor(), CompilingExecutor(native=False)
@@ -163,14 +172,7 @@ def _ratios(n: int, rep: int) -> list[str]:
         for k in (10, 100):
             lines.append(f"native compile once {k:4d} ops (gcc, empty cache): "
                          f"{_native_compile_once(k) * 1e3:.0f} ms")
-    for approximate in ("none", "tanh"):
-        m_ins, mg = mlp_inputs(), mlp(approximate=approximate)
-        t_np = _best(lambda: _numpy_mlp(m_ins, approximate), rep)
-        t_mi = _best(lambda: interp.execute(mg, m_ins), rep)
-        t_mc = _best(lambda: comp.execute(mg, m_ins), rep)
-        lines.append(f"mlp gelu={approximate}: numpy={t_np * 1e3:.2f} ms interpreter="
-                     f"{t_mi * 1e3:.2f} ms compiled={t_mc * 1e3:.2f} ms (numpy/compiled "
-                     f"{t_np / t_mc:.2f}x)")
+    lines += [_mlp_line(approximate, interp, comp, rep) for approximate in ("none", "tanh")]
     assert plan.kernel_count == 1
     return lines
 
