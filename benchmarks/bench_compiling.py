@@ -1,12 +1,17 @@
 """CompilingExecutor benchmarks (issue 10).
 
-Run: ``pytest benchmarks/bench_compiling.py --benchmark-enable -p no:xdist -s``. Groups:
-``chain16`` (the 16-op elementwise chain on 4M float32: interpreter, compiled steady state,
-and ``np.copyto`` of the same bytes), ``compile`` (compile latency of 10-, 100-, 1000-op
-graphs) and ``mlp`` (3 x matmul + bias + gelu, batch 64, width 512, vs plain numpy).
-``test_ratios`` measures all in one run (best of several repeats: the machine is shared) and
-prints the ratios. With benchmarks disabled (the default) everything smoke-runs on small
-sizes.
+Run: ``OPENBLAS_NUM_THREADS=1 pytest benchmarks/bench_compiling.py --benchmark-enable
+-p no:xdist -s`` (one BLAS thread: on a shared machine a second BLAS thread waits for a
+core and the MLP figures swing by 10x). Groups: ``chain16`` (the 16-op elementwise chain on
+4M float32: interpreter, compiled steady state -- one fused kernel, the native tier -- and
+``np.copyto`` of one input), ``compile`` (compile latency of 10-, 100-, 1000-op graphs, the
+numpy tier) and ``mlp`` (3 x matmul + bias + gelu, batch 64, width 512, exact and tanh gelu,
+vs plain numpy). ``test_ratios`` measures everything in one run (best of several repeats)
+and prints the ratios, plus the native tier's one-time C compile (empty cache) for 10- and
+100-op chains. Copy bandwidth: the chain moves 12 bytes per element (two float32 inputs
+read, one output written), ``copyto`` 8 (one read, one write), so the chain's share of copy
+bandwidth is (12 n / t_chain) / (8 n / t_copyto). With benchmarks disabled (the default)
+everything smoke-runs on small sizes (the numpy tier only).
 """
 
 from __future__ import annotations

@@ -9,16 +9,26 @@ every member op runs on the block, writing into block-sized scratch buffers (``o
 stay in cache, so intermediates never touch memory; only the group's outputs are written
 to full-size buffers. This is numexpr's approach without the dependency.
 
-Code generator, chosen by measurement (``benchmarks/bench_compiling.py``, this machine: 2
-cores shared by 8 sessions, best of 7): generated Python/numpy compiles a 10-op graph in
-0.6 ms (budget 5 ms), 100 ops in 5 ms, 1000 ops in ~125 ms (Python's ``compile()`` of the
-source dominates), far below MAX 26.7's ~1.6 s. The 16-op float32 chain on 4M elements runs
-in one fused kernel 5.5x faster than the interpreter (162 ms vs 893 ms). numba would run
-tighter loops but costs 100 ms+ per compile and a dependency, which CI's thousands of
-distinct graphs cannot afford; numexpr is a dependency and cannot express the reference's
-per-op rounding or the NUM-8 signed-zero rules. So there is no heavy generator; the price is
-numpy's per-call dispatch per op and block (~16 calls per 16K elements) and the float64
-route of transcendentals, which keep the chain far below copy bandwidth.
+Code generators, chosen by measurement (``benchmarks/bench_compiling.py``; this machine: 2
+cores shared by 8 sessions, best of several runs). Two tiers:
+
+- the numpy tier (every group; the only one below ``NATIVE_MIN`` elements): the generated
+  Python above, compiled with ``compile()``: a 10-op graph in ~0.6 ms (budget 5 ms), 100 ops
+  in ~5 ms, 1000 ops in ~125 ms, far below MAX 26.7's ~1.6 s. Its cost is numpy's per-call
+  dispatch per op and block and the float64 route of transcendentals: the 16-op chain on 4M
+  float32 runs ~4.5x faster than the interpreter but at ~5% of copy bandwidth.
+- the native tier (``compiling_native``, COMP-13..18): a qualifying group of at least
+  ``NATIVE_MIN`` elements becomes one C loop (every op inline, per-op rounding exact,
+  vectorized by gcc, no libm call), compiled by the system ``cc`` once per kernel source and
+  cached on disk. Measured on the chain (float32): the C kernel is 4-7x faster than the
+  numpy tier at every size from 1K to 256K elements, but gcc takes ~0.2 s for a 10-op loop,
+  ~0.5 s for 100 ops and ~7 s for 1000 (hence ``NATIVE_MAX_OPS``); from 32K elements a run
+  saves ~0.7 ms, so the threshold keeps the conformance suite's small graphs (and CI) off the
+  compiler while a tensor workload repays the one-time compile within a few hundred calls
+  (a few with the disk cache warm). On 4M elements the chain runs in one native kernel
+  BENCH_CHAIN. numba would add a dependency and similar compile times; numexpr cannot
+  express the per-op rounding or NUM-8; so C through the system compiler, optional at run
+  time (without it the numpy tier serves everything).
 
 Which kernel each op runs (COMP-6): an op whose registry kernel is a numpy ufunc (add, sub,
 mul, div, comparisons, logic, negate, abs, floor, ceil, round, trunc, is_nan, is_inf) calls
@@ -28,8 +38,9 @@ that same ufunc with ``out=``, on the block; ``select`` is a branch-free bit sel
 kernel -- its definition, as a library call -- on the block (fused) or on whole arrays (not
 fused). Nothing calls ``interpreter.evaluate``.
 
-Numerics (COMP-7): each fused op rounds to its declared dtype exactly as the reference,
-because it runs the reference's own function on the same values, elementwise: float16 and
+Numerics (COMP-7; the native tier: COMP-16): each fused op rounds to its declared dtype
+exactly as the reference, because it runs the reference's own function on the same values,
+elementwise: float16 and
 bfloat16 round after every op (no excess precision across fused ops), there is no
 reassociation or contraction (no FMA), NaN, signed zeros and subnormals follow the op's
 kernel. Transcendentals take the reference's float64 route (``_via_f64``: evaluate in
