@@ -25,8 +25,10 @@ cores shared by 8 sessions, best of several runs). Two tiers:
   ~0.5 s for 100 ops and ~7 s for 1000 (hence ``NATIVE_MAX_OPS``); from 32K elements a run
   saves ~0.7 ms, so the threshold keeps the conformance suite's small graphs (and CI) off the
   compiler while a tensor workload repays the one-time compile within a few hundred calls
-  (a few with the disk cache warm). On 4M elements the chain runs in one native kernel
-  BENCH_CHAIN. numba would add a dependency and similar compile times; numexpr cannot
+  (a few with the disk cache warm). On 4M elements the chain runs in one native kernel in
+  17-20 ms (interpreter 390-720 ms: 23-36x; numpy tier 4-5x) at 21-24% of ``np.copyto``'s
+  bandwidth: ``exp`` (correctly rounded in double, ~1.5 ns per element on this shared
+  core) keeps it compute-bound, short of the issue's 60%. numba would add a dependency and similar compile times; numexpr cannot
   express the per-op rounding or NUM-8; so C through the system compiler, optional at run
   time (without it the numpy tier serves everything).
 
