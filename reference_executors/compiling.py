@@ -28,9 +28,9 @@ cores shared by 8 sessions, best of several runs). Two tiers:
   (a few with the disk cache warm). On 4M elements the chain runs in one native kernel in
   17-20 ms (interpreter 390-720 ms: 23-36x; numpy tier 4-5x) at 21-24% of ``np.copyto``'s
   bandwidth: ``exp`` (correctly rounded in double, ~1.5 ns per element on this shared
-  core) keeps it compute-bound, short of the issue's 60%. numba would add a dependency and similar compile times; numexpr cannot
-  express the per-op rounding or NUM-8; so C through the system compiler, optional at run
-  time (without it the numpy tier serves everything).
+  core) keeps it compute-bound, short of the issue's 60%. numba would add a dependency and
+  similar compile times; numexpr cannot express the per-op rounding or NUM-8; so C through
+  the system compiler, optional at run time (without it the numpy tier serves everything).
 
 Which kernel each op runs (COMP-6): an op whose registry kernel is a numpy ufunc (add, sub,
 mul, div, comparisons, logic, negate, abs, floor, ceil, round, trunc, is_nan, is_inf) calls
