@@ -9,16 +9,28 @@ every member op runs on the block, writing into block-sized scratch buffers (``o
 stay in cache, so intermediates never touch memory; only the group's outputs are written
 to full-size buffers. This is numexpr's approach without the dependency.
 
-Code generator, chosen by measurement (``benchmarks/bench_compiling.py``, this machine: 2
-cores shared by 8 sessions, best of 7): generated Python/numpy compiles a 10-op graph in
-0.6 ms (budget 5 ms), 100 ops in 5 ms, 1000 ops in ~125 ms (Python's ``compile()`` of the
-source dominates), far below MAX 26.7's ~1.6 s. The 16-op float32 chain on 4M elements runs
-in one fused kernel 5.5x faster than the interpreter (162 ms vs 893 ms). numba would run
-tighter loops but costs 100 ms+ per compile and a dependency, which CI's thousands of
-distinct graphs cannot afford; numexpr is a dependency and cannot express the reference's
-per-op rounding or the NUM-8 signed-zero rules. So there is no heavy generator; the price is
-numpy's per-call dispatch per op and block (~16 calls per 16K elements) and the float64
-route of transcendentals, which keep the chain far below copy bandwidth.
+Code generators, chosen by measurement (``benchmarks/bench_compiling.py``; this machine: 2
+cores shared by 8 sessions, best of several runs). Two tiers:
+
+- the numpy tier (every group; the only one below ``NATIVE_MIN`` elements): the generated
+  Python above, compiled with ``compile()``: a 10-op graph in ~0.6 ms (budget 5 ms), 100 ops
+  in ~5 ms, 1000 ops in ~125 ms, far below MAX 26.7's ~1.6 s. Its cost is numpy's per-call
+  dispatch per op and block and the float64 route of transcendentals: the 16-op chain on 4M
+  float32 runs ~4.5x faster than the interpreter but at ~5% of copy bandwidth.
+- the native tier (``compiling_native``, COMP-13..18): a qualifying group of at least
+  ``NATIVE_MIN`` elements becomes one C loop (every op inline, per-op rounding exact,
+  vectorized by gcc, no libm call), compiled by the system ``cc`` once per kernel source and
+  cached on disk. Measured on the chain (float32): the C kernel is 4-7x faster than the
+  numpy tier at every size from 1K to 256K elements, but gcc takes ~0.2 s for a 10-op loop,
+  ~0.5 s for 100 ops and ~7 s for 1000 (hence ``NATIVE_MAX_OPS``); from 32K elements a run
+  saves ~0.7 ms, so the threshold keeps the conformance suite's small graphs (and CI) off the
+  compiler while a tensor workload repays the one-time compile within a few hundred calls
+  (a few with the disk cache warm). On 4M elements the chain runs in one native kernel in
+  17-20 ms (interpreter 390-720 ms: 23-36x; numpy tier 4-5x) at 21-24% of ``np.copyto``'s
+  bandwidth: ``exp`` (correctly rounded in double, ~1.5 ns per element on this shared
+  core) keeps it compute-bound, short of the issue's 60%. numba would add a dependency and
+  similar compile times; numexpr cannot express the per-op rounding or NUM-8; so C through
+  the system compiler, optional at run time (without it the numpy tier serves everything).
 
 Which kernel each op runs (COMP-6): an op whose registry kernel is a numpy ufunc (add, sub,
 mul, div, comparisons, logic, negate, abs, floor, ceil, round, trunc, is_nan, is_inf) calls
@@ -28,8 +40,9 @@ that same ufunc with ``out=``, on the block; ``select`` is a branch-free bit sel
 kernel -- its definition, as a library call -- on the block (fused) or on whole arrays (not
 fused). Nothing calls ``interpreter.evaluate``.
 
-Numerics (COMP-7): each fused op rounds to its declared dtype exactly as the reference,
-because it runs the reference's own function on the same values, elementwise: float16 and
+Numerics (COMP-7; the native tier: COMP-16): each fused op rounds to its declared dtype
+exactly as the reference, because it runs the reference's own function on the same values,
+elementwise: float16 and
 bfloat16 round after every op (no excess precision across fused ops), there is no
 reassociation or contraction (no FMA), NaN, signed zeros and subnormals follow the op's
 kernel. Transcendentals take the reference's float64 route (``_via_f64``: evaluate in
@@ -53,14 +66,21 @@ from interpreter.graph.core import Graph, Value
 from interpreter.graph.lowering import lower
 from interpreter.registry import REGISTRY
 
+from . import compiling_native
 from .compiling_plan import Group, Plan, plan_graph, value_ends
 
-__all__ = ["BLOCK", "CACHE_SIZE", "CompiledPlan", "CompilingExecutor"]
+__all__ = ["BLOCK", "CACHE_SIZE", "NATIVE_MAX_OPS", "NATIVE_MIN", "CompiledPlan",
+           "CompilingExecutor"]
 
 #: Elements per block of a fused kernel (float32: 64 KiB per scratch buffer).
 BLOCK = 16384
 #: Plans kept per executor instance (least recently used dropped first, COMP-9).
 CACHE_SIZE = 256
+#: Elements from which ``native="auto"`` compiles a fused group to C (COMP-13).
+NATIVE_MIN = 32768
+#: Most member ops of a group ``native="auto"`` compiles to C (gcc's time grows with the
+#: loop body: ~0.2 s for 10 ops, ~0.5 s for 100, ~7 s for 1000; COMP-14).
+NATIVE_MAX_OPS = 128
 
 
 _UINT: dict[int, Any] = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -120,10 +140,12 @@ def _out_style(op_name: str, kernel: Any) -> bool:
 class _Gen:
     """Generates the source of one plan's function."""
 
-    def __init__(self, plan: Plan, block: int) -> None:
-        self.plan, self.block = plan, block
+    def __init__(self, plan: Plan, block: int, native: bool | str = False) -> None:
+        self.plan, self.block, self.native = plan, block, native
         self.ns: dict[str, Any] = {"np": np, "asarray": np.asarray, "empty": np.empty,
-                                   "broadcast_to": np.broadcast_to}
+                                   "broadcast_to": np.broadcast_to,
+                                   "contig": np.ascontiguousarray}
+        self.native_kernels = 0
         self.lines: list[str] = []
         self.allocated: set[int] = set()
 
@@ -183,7 +205,7 @@ class _Gen:
                 self.allocated.add(slot)
                 emit(f"    s{slot} = empty({shape!r}, {self.dtype(v)})")
             emit(f"    {self.name(v)} = s{slot}")
-        if size == 0:
+        if size == 0 or self.native_group(g, size):
             return
         bcast = any(nodes[p].op.name == "broadcast_to" and nodes[p].operands[0] not in g.values
                     and nodes[p].operands[0].type.shape != shape for p in g.members)
@@ -281,14 +303,44 @@ class _Gen:
             self.lines.extend(f"    {b}" for b in body)
 
 
+    def native_group(self, g: Group, size: int) -> bool:
+        """Emit ``g`` as one call of its C kernel if it qualifies (COMP-13); else False."""
+        if self.native is False or (self.native == "auto" and (
+                size < NATIVE_MIN or len(g.members) > NATIVE_MAX_OPS)):
+            return False
+        got = compiling_native.group_source(self.plan.graph.nodes, g.members, g.values,
+                                            g.outputs, size)
+        if got is None:
+            return False
+        source, ext, outs = got
+        kernel = compiling_native.build(source, len(ext) + len(outs))
+        if kernel is None:
+            return False
+        gid = self.native_kernels
+        self.native_kernels += 1
+        self.ns[f"nk{gid}"] = kernel
+        # operands bound to names: a copy made by contig must outlive the call
+        names = [f"c{self.plan.ids[v]}" for v in ext]
+        for name, v in zip(names, ext, strict=True):
+            self.lines.append(f"    {name} = contig({self.name(v)}, {self.dtype(v)})")
+        args = [f"{name}.ctypes.data" for name in names]
+        args += [f"{self.name(v)}.ctypes.data" for v in outs]
+        self.lines.append(f"    nk{gid}({size}, {', '.join(args)})")
+        if names:
+            self.lines.append(f"    del {', '.join(names)}")
+        return True
+
+
 class CompiledPlan:
     """One compiled graph: ``run(inputs)`` has ``execute``'s semantics (EXEC-4..7)."""
 
-    def __init__(self, graph: Graph, plan: Plan, block: int) -> None:
+    def __init__(self, graph: Graph, plan: Plan, block: int, native: bool | str = False
+                 ) -> None:
         self.graph = graph
         self.plan = plan
-        gen = _Gen(plan, block)
+        gen = _Gen(plan, block, native)
         self.source = gen.source()
+        self.native_kernel_count = gen.native_kernels
         code = compile(self.source, f"<compiled plan {graph.name}>", "exec")
         exec(code, gen.ns)
         self._fn = gen.ns["plan"]
@@ -319,14 +371,19 @@ class CompilingExecutor:
     """Compiles each graph once (cached per instance by structural hash, LRU of
     ``cache_size`` plans) and runs the compiled plan (COMP-1..COMP-9)."""
 
-    def __init__(self, cache_size: int = CACHE_SIZE, block: int = BLOCK) -> None:
-        self.cache_size, self.block = cache_size, block
+    def __init__(self, cache_size: int = CACHE_SIZE, block: int = BLOCK,
+                 native: bool | str = "auto") -> None:
+        if native not in (True, False, "auto"):
+            raise ValueError(f"CompilingExecutor: native={native!r}; expected 'auto', True "
+                             "or False [COMP-13]")
+        self.cache_size, self.block, self.native = cache_size, block, native
         self._cache: OrderedDict[str, CompiledPlan] = OrderedDict()
         self._lock = threading.Lock()
         self.compiles = 0  # plans built (cache misses), for tests
 
     def __repr__(self) -> str:
-        return f"CompilingExecutor(cache_size={self.cache_size!r}, block={self.block!r})"
+        return (f"CompilingExecutor(cache_size={self.cache_size!r}, block={self.block!r}, "
+                f"native={self.native!r})")
 
     def refusal(self, graph: Graph) -> str | None:
         """Why ``graph`` cannot be compiled, or None; changes nothing (COMP-8)."""
@@ -356,7 +413,7 @@ class CompilingExecutor:
             if plan is not None:
                 self._cache.move_to_end(key)
                 return plan
-        plan = CompiledPlan(graph, plan_graph(graph), self.block)
+        plan = CompiledPlan(graph, plan_graph(graph), self.block, self.native)
         with self._lock:
             self.compiles += 1
             self._cache[key] = plan

@@ -42,15 +42,17 @@ def chain_n(n_ops: int, size: int = 16) -> Graph:
     return g
 
 
-def mlp(batch: int = 64, width: int = 512, layers: int = 3) -> Graph:
-    """``layers`` x (matmul + bias + gelu), float32."""
+def mlp(batch: int = 64, width: int = 512, layers: int = 3, approximate: str = "none"
+        ) -> Graph:
+    """``layers`` x (matmul + bias + gelu), float32 (``approximate``: gelu's form)."""
     t = TensorType(DType.float32, (batch, width))
     w = TensorType(DType.float32, (width, width))
     b = TensorType(DType.float32, (width,))
     with Graph("mlp", [t] + [w, b] * layers) as g:
         v = g.inputs[0]
         for i in range(layers):
-            v = ops.gelu(ops.add(ops.matmul(v, g.inputs[1 + 2 * i]), g.inputs[2 + 2 * i]))
+            v = ops.gelu(ops.add(ops.matmul(v, g.inputs[1 + 2 * i]), g.inputs[2 + 2 * i]),
+                         approximate)
         g.output(v)
     return g
 
