@@ -140,11 +140,13 @@ def _out_style(op_name: str, kernel: Any) -> bool:
 class _Gen:
     """Generates the source of one plan's function."""
 
-    def __init__(self, plan: Plan, block: int, native: bool | str = False) -> None:
-        self.plan, self.block, self.native = plan, block, native
+    def __init__(self, plan: Plan, block: int, native: bool | str = False,
+                 threads: int = 1) -> None:
+        self.plan, self.block, self.native, self.threads = plan, block, native, threads
         self.ns: dict[str, Any] = {"np": np, "asarray": np.asarray, "empty": np.empty,
                                    "broadcast_to": np.broadcast_to,
-                                   "contig": np.ascontiguousarray}
+                                   "contig": np.ascontiguousarray,
+                                   "parallel": compiling_native.run_parallel}
         self.native_kernels = 0
         self.lines: list[str] = []
         self.allocated: set[int] = set()
@@ -325,7 +327,10 @@ class _Gen:
             self.lines.append(f"    {name} = contig({self.name(v)}, {self.dtype(v)})")
         args = [f"{name}.ctypes.data" for name in names]
         args += [f"{self.name(v)}.ctypes.data" for v in outs]
-        self.lines.append(f"    nk{gid}({size}, {', '.join(args)})")
+        if self.threads > 1 and size >= compiling_native.PARALLEL_MIN:
+            self.lines.append(f"    parallel(nk{gid}, {size}, {self.threads}, {', '.join(args)})")
+        else:
+            self.lines.append(f"    nk{gid}(0, {size}, {', '.join(args)})")
         if names:
             self.lines.append(f"    del {', '.join(names)}")
         return True
@@ -334,11 +339,11 @@ class _Gen:
 class CompiledPlan:
     """One compiled graph: ``run(inputs)`` has ``execute``'s semantics (EXEC-4..7)."""
 
-    def __init__(self, graph: Graph, plan: Plan, block: int, native: bool | str = False
-                 ) -> None:
+    def __init__(self, graph: Graph, plan: Plan, block: int, native: bool | str = False,
+                 threads: int = 1) -> None:
         self.graph = graph
         self.plan = plan
-        gen = _Gen(plan, block, native)
+        gen = _Gen(plan, block, native, threads)
         self.source = gen.source()
         self.native_kernel_count = gen.native_kernels
         code = compile(self.source, f"<compiled plan {graph.name}>", "exec")
@@ -372,18 +377,22 @@ class CompilingExecutor:
     ``cache_size`` plans) and runs the compiled plan (COMP-1..COMP-9)."""
 
     def __init__(self, cache_size: int = CACHE_SIZE, block: int = BLOCK,
-                 native: bool | str = "auto") -> None:
+                 native: bool | str = "auto", threads: int | None = None) -> None:
         if native not in (True, False, "auto"):
             raise ValueError(f"CompilingExecutor: native={native!r}; expected 'auto', True "
                              "or False [COMP-13]")
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"CompilingExecutor: threads={threads!r}; expected a positive "
+                             "int or None (the CPUs this process may use) [COMP-19]")
         self.cache_size, self.block, self.native = cache_size, block, native
+        self.threads = threads or compiling_native.usable_cpus()
         self._cache: OrderedDict[str, CompiledPlan] = OrderedDict()
         self._lock = threading.Lock()
         self.compiles = 0  # plans built (cache misses), for tests
 
     def __repr__(self) -> str:
         return (f"CompilingExecutor(cache_size={self.cache_size!r}, block={self.block!r}, "
-                f"native={self.native!r})")
+                f"native={self.native!r}, threads={self.threads!r})")
 
     def refusal(self, graph: Graph) -> str | None:
         """Why ``graph`` cannot be compiled, or None; changes nothing (COMP-8)."""
@@ -413,7 +422,8 @@ class CompilingExecutor:
             if plan is not None:
                 self._cache.move_to_end(key)
                 return plan
-        plan = CompiledPlan(graph, plan_graph(graph), self.block, self.native)
+        plan = CompiledPlan(graph, plan_graph(graph), self.block, self.native,
+                            self.threads)
         with self._lock:
             self.compiles += 1
             self._cache[key] = plan

@@ -39,6 +39,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal, getcontext
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,8 @@ from typing import Any
 from interpreter.dtype import DType
 from interpreter.graph.core import Node, Value
 
-__all__ = ["CFLAGS", "NATIVE_DTYPES", "NATIVE_OPS", "build", "cache_dir", "compiler",
-           "group_source"]
+__all__ = ["CFLAGS", "NATIVE_DTYPES", "NATIVE_OPS", "PARALLEL_MIN", "build", "cache_dir",
+           "compiler", "group_source", "run_parallel", "usable_cpus"]
 
 CFLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-ffp-contract=off",
           "-fno-math-errno", "-fno-trapping-math",
@@ -206,7 +207,8 @@ def _expr(node: Node, args: list[str]) -> str | None:
 def group_source(nodes: Sequence[Node], members: Sequence[int], values: set[Value],
                  outputs: Sequence[Value], size: int
                  ) -> tuple[str, list[Value], list[Value]] | None:
-    """C source of one fused group (function ``kernel(n, externals..., outputs...)``) and
+    """C source of one fused group (function ``kernel(lo, hi, externals..., outputs...)``
+    computing elements ``lo <= i < hi``) and
     its external operands in argument order; None when the group is outside the tier.
 
     An external operand is read at ``[i]`` when it has ``size`` elements, at ``[0]`` when it
@@ -240,12 +242,12 @@ def group_source(nodes: Sequence[Node], members: Sequence[int], values: set[Valu
         r = node.results[0]
         local[r] = f"t{len(local)}"
         body.append(f"        {_CTYPE[r.type.dtype]} {local[r]} = {expr};")
-    params = ["int64_t n"]
+    params = ["int64_t lo", "int64_t hi"]
     params += [f"const {_CTYPE[v.type.dtype]} *restrict {name}" for v, name in ext.items()]
     params += [f"{_CTYPE[v.type.dtype]} *restrict o{j}" for j, v in enumerate(outputs)]
     body += [f"        o{j}[i] = {local[v]};" for j, v in enumerate(outputs)]
     src = (_PRELUDE + f"void kernel({', '.join(params)}) {{\n"
-           "    for (int64_t i = 0; i < n; i++) {\n" + "\n".join(body) + "\n    }\n}\n")
+           "    for (int64_t i = lo; i < hi; i++) {\n" + "\n".join(body) + "\n    }\n}\n")
     return src, list(ext), list(outputs)
 
 
@@ -315,7 +317,7 @@ def _compile_so(cc: str, source: str, target: Path) -> bool:
 
 
 def build(source: str, nargs: int) -> Callable[..., Any] | None:
-    """The loaded ``kernel(n, *pointers)`` of ``source`` taking ``nargs`` pointers (compiled
+    """The loaded ``kernel(lo, hi, *pointers)`` of ``source`` taking ``nargs`` pointers (compiled
     once per source, cached on disk and in memory), or None without a C compiler or when
     the compile fails."""
     cc = compiler()
@@ -333,9 +335,41 @@ def build(source: str, nargs: int) -> Callable[..., Any] | None:
             lib = ctypes.CDLL(str(target))
             fn = lib.kernel
             fn.restype = None
-            fn.argtypes = [ctypes.c_int64] + [ctypes.c_void_p] * nargs
+            fn.argtypes = [ctypes.c_int64, ctypes.c_int64] + [ctypes.c_void_p] * nargs
         except OSError:
             fn = None
     with _lock:
         _loaded.setdefault(key, fn)
         return _loaded[key]
+
+
+# -- splitting one kernel call across threads (COMP-19) -------------------------------------
+#: Elements from which a native kernel call is split across threads: below ~1M elements the
+#: hand-off (~20-50 us) costs more than a second core saves.
+PARALLEL_MIN = 1 << 20
+_CHUNK_ALIGN = 1024  # chunk boundaries stay multiples of every vector width
+_pool: list[tuple[int, ThreadPoolExecutor]] = []  # [(workers, pool)] once created
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def run_parallel(kernel: Callable[..., Any], size: int, threads: int, *pointers: int) -> None:
+    """``kernel(0, size, *pointers)`` as ``threads`` calls on disjoint element ranges at once
+    (ctypes releases the GIL during a foreign call; every element is computed by exactly one
+    call and elements are independent, so the result is the same bytes)."""
+    step = -(-size // threads // _CHUNK_ALIGN) * _CHUNK_ALIGN
+    bounds = [(lo, min(lo + step, size)) for lo in range(0, size, step)]
+    with _lock:
+        if not _pool or _pool[0][0] < threads - 1:
+            _pool[:] = [(threads - 1, ThreadPoolExecutor(threads - 1, "ec-native"))]
+        pool = _pool[0][1]
+    futures = [pool.submit(kernel, lo, hi, *pointers) for lo, hi in bounds[1:]]
+    kernel(*bounds[0], *pointers)
+    for f in futures:
+        f.result()

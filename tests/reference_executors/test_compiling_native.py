@@ -223,7 +223,7 @@ def test_shared_objects_are_cached_on_disk_by_source_hash(
     assert kernel is not None
     x, y, out = (np.array([1, -2, 300, 32767], np.int16), np.array([2, 5, 300, 1], np.int16),
                  np.zeros(4, np.int16))
-    kernel(4, x.ctypes.data, y.ctypes.data, out.ctypes.data)
+    kernel(0, 4, x.ctypes.data, y.ctypes.data, out.ctypes.data)
     assert out.tolist() == [3, -6, (600 * 300 + 32768) % 65536 - 32768, -32768]
 
 
@@ -292,3 +292,27 @@ def test_gcc_vectorizes_the_chain_loop() -> None:
                            "-o", "/dev/null"], input=got[0], capture_output=True, text=True,
                           check=True)
     assert "loop vectorized" in done.stderr
+
+
+@needs_cc
+@pytest.mark.spec("COMP-19")
+def test_large_native_calls_split_across_threads_give_the_same_bytes() -> None:
+    """From ``PARALLEL_MIN`` elements a native call is split into ``threads`` disjoint
+    ranges (an uneven size, so the last range is short); the bytes equal one whole call
+    and the reference. Below it, and with ``threads=1``, the call is not split."""
+    n = compiling_native.PARALLEL_MIN + 12345
+    rng = np.random.default_rng(5)
+    ins = [(rng.standard_normal(n) * 4).astype(np.float32) for _ in range(2)]
+    ins[0][-6:] = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1e-39]
+    ref = InterpreterExecutor().execute(chain16(n), ins)[0]
+    got = {}
+    for threads in (1, 3):
+        plan = CompilingExecutor(threads=threads).compile(chain16(n))
+        assert ("parallel(nk0" in plan.source) == (threads > 1)
+        got[threads] = plan.run(ins)[0]
+    assert same(got[1], ref) and got[3].tobytes() == got[1].tobytes()
+    small = CompilingExecutor(threads=3).compile(chain16(compiling_native.PARALLEL_MIN - 1))
+    assert "parallel(" not in small.source and small.native_kernel_count == 1
+    for bad in (0, -1, 1.5, "2"):
+        with pytest.raises(ValueError, match=r"threads=.*\[COMP-19\]"):
+            CompilingExecutor(threads=bad)  # type: ignore[arg-type]
