@@ -215,12 +215,38 @@ def test_broken_device_executor_is_caught(tmp_path: Path, broken: str, files: li
     for word in words:
         assert word in text, f"{broken}: {word!r} not in:\n{text}"
     assert "SUITE ERROR" not in text
+    if broken == "ReturnsHostArrays":  # found around the call: no suite frames (CONF-72)
+        assert "conformance/devices.py" not in text, text
 
 
 @pytest.mark.spec("CONF-70", "CONF-11")
 def test_device_repro_replays_through_to_device(tmp_path: Path) -> None:
-    """A differential failure on the device leaves a host-numpy repro that replays it."""
-    run = run_suite(tmp_path, "RebindsBuffers", ["test_ops.py"], "buffer_store-int32-general",
-                    "--conformance-minimize=0", module=DEV)
-    assert run.failed() and "final contents of buffer input" in run.text()
+    """A failure on the device leaves a host-numpy repro that replays it (through
+    ``to_device``: the stored graph and inputs are the CPU ones)."""
+    run = run_suite(tmp_path, "RebindsBuffers", ["test_protocol.py"], "mutation_applied",
+                    module=DEV)
+    assert run.failed() and "mutation dropped" in run.text()
     assert_repro_fails(run)
+
+
+@pytest.mark.spec("CONF-70")
+def test_the_device_copy_is_made_once_per_graph() -> None:
+    spy = _Spy()
+    graph, buf, x = _store_graph()
+    on = OnDevice(spy)
+    on.execute(graph, [buf, x])
+    on.execute(graph, [buf, x])
+    assert spy.seen[0][0] is spy.seen[1][0]
+    graph.outputs = [graph.inputs[1]]  # a changed graph gets a new copy
+    placed = on.placed(graph)
+    assert placed is not spy.seen[0][0] and placed is on.placed(graph)
+    assert placed.outputs is not None and placed.outputs[0] is placed.inputs[1]
+
+
+@pytest.mark.spec("CONF-70", "CONF-72")
+def test_isolated_worker_drives_the_device_executor(tmp_path: Path) -> None:
+    """Under ``--conformance-isolate`` the worker process wraps the executor the same way."""
+    run = run_suite(tmp_path, "ReturnsHostArrays", ["test_protocol.py"], "mutation_applied",
+                    "--conformance-isolate", module=DEV)
+    text = run.text()
+    assert run.failed() and "is a numpy.ndarray" in text and "[EXEC-12]" in text, text
