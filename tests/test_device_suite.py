@@ -162,6 +162,7 @@ class _BadDevices(SimulatedGpuExecutor):
     devices = ("gpu:0",)  # type: ignore[assignment]
 
 
+@pytest.mark.spec("EXEC-10")
 def test_malformed_devices_attribute_is_reported() -> None:
     with pytest.raises(TypeError, match=r"devices must be a non-empty tuple of DeviceRef.*"
                                         r"EXEC-10"):
