@@ -132,7 +132,7 @@ class OnDevice:
         cached = graph.derived.get(key)
         if cached is not None and len(cached[0]) == len(token) \
                 and all(a is b for a, b in zip(cached[0], token, strict=True)):
-            return cached[1]  # type: ignore[no-any-return]
+            return cached[1]
         placed = retarget(graph, self.device) if all(d.is_cpu() for d in devices_of(graph)) \
             else graph
         graph.derived[key] = (token, placed)
