@@ -34,6 +34,8 @@ import numpy as np
 
 from interpreter.errors import UnsupportedGraphError
 
+from .devices import DeviceProtocolError
+
 __all__ = [
     "SUITE_ERROR",
     "BlamedExecutor",
@@ -72,6 +74,8 @@ class ExecutorRaised(Exception):
 
     def describe(self) -> str:
         """``the executor raised T: msg`` followed by the executor's traceback."""
+        if isinstance(self.original, DeviceProtocolError):
+            return f"the executor broke the device protocol: {self.original}"
         return (f"the executor raised {type(self.original).__name__}: {self.original}\n"
                 f"{self.traceback.rstrip()}")
 
@@ -172,6 +176,8 @@ def _call(executor: Any, graph: Any, inputs: Sequence[Any]) -> list[Any]:
             return list(executor.execute(graph, inputs))
     except (UnsupportedGraphError, SuiteError, ExecutorRaised):
         raise
+    except DeviceProtocolError as e:  # found by the suite around the call: no traceback
+        raise ExecutorRaised(e, "") from e
     except Exception as e:
         raise ExecutorRaised(e, executor_traceback(e)) from e
 

@@ -1,8 +1,10 @@
 """Resolving ``--executor=module:attr.path`` into an executor object (CONF-1/2).
 
 ``module:Class`` and ``module:factory`` are called with no arguments; ``module:attr.path``
-may also name a ready-made object. The result must satisfy ``interpreter.executor.Executor``.
-Every problem raises :class:`ExecutorSpecError` with a one-line message.
+may also name a ready-made object. The result must satisfy ``interpreter.executor.Executor``;
+an executor declaring non-CPU ``devices`` comes back wrapped in ``devices.OnDevice``.
+Every problem raises :class:`ExecutorSpecError` with a one-line message (a constructor
+raising ``ExecutorUnavailableError``: the executor cannot run here, and why, EXEC-13).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from interpreter.errors import ExecutorUnavailableError
 from interpreter.executor import Executor, InterpreterExecutor
+
+from .devices import OnDevice, with_devices
 
 __all__ = [
     "REFERENCE_SPEC",
@@ -42,7 +47,9 @@ class ResolvedExecutor:
     version: str
 
     def describe(self) -> str:
-        return f"{self.spec} -> {self.executor!r} ({self.module} {self.version})"
+        where = (f"; graphs on {self.executor.device}, arrays via to_device/to_host"
+                 if isinstance(self.executor, OnDevice) else "")
+        return f"{self.spec} -> {self.executor!r} ({self.module} {self.version}){where}"
 
 
 def module_version(module_name: str) -> str:
@@ -93,6 +100,9 @@ def resolve(spec: str | None) -> ResolvedExecutor:
     if isinstance(obj, type) or (callable(obj) and not isinstance(obj, Executor)):
         try:
             obj = obj()
+        except ExecutorUnavailableError as e:  # EXEC-13
+            raise ExecutorSpecError(f"--executor={spec}: {walked} cannot run on this machine: "
+                                    f"{_one_line(e)}") from None
         except Exception as e:
             raise ExecutorSpecError(f"--executor={spec}: calling {walked}() with no "
                                     f"arguments failed: {type(e).__name__}: {_one_line(e)}"
@@ -101,6 +111,10 @@ def resolve(spec: str | None) -> ResolvedExecutor:
         raise ExecutorSpecError(f"--executor={spec}: {type(obj).__name__} object is not an "
                                 "Executor (it needs a method execute(graph, inputs)) "
                                 "[EXEC-1]")
+    try:
+        obj = with_devices(obj)  # EXEC-10: a device executor is driven through OnDevice
+    except TypeError as e:
+        raise ExecutorSpecError(f"--executor={spec}: {_one_line(e)}") from None
     return ResolvedExecutor(spec, obj, module_name, module_version(module_name))
 
 

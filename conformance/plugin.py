@@ -23,7 +23,15 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from .artifacts import ArtifactDir
-from .calls import BlamedExecutor, is_suite_error, quiet, suite_error_message, watch_calls
+from .calls import (
+    BlamedExecutor,
+    ExecutorRaised,
+    is_suite_error,
+    quiet,
+    suite_error_message,
+    watch_calls,
+)
+from .devices import DeviceProtocolError
 from .executors import REFERENCE_SPEC, ExecutorSpecError, ResolvedExecutor, relevant_env, resolve
 from .outcomes import SUITE_ERROR_OUTCOME, mark_outcome, pop_strict, push_strict
 
@@ -360,6 +368,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         text = suite_error_message(exc, item.nodeid)
         notes = [n for n in getattr(exc, "__notes__", ()) if n not in text]
         rep.longrepr = "\n".join([text, *notes])
+    elif isinstance(exc, ExecutorRaised) and isinstance(exc.original, DeviceProtocolError):
+        rep.longrepr = f"{item.nodeid}: {exc.describe()}"  # CONF-72: no suite traceback
     if rep.when == "call":
         item._conformance_call_report = rep  # type: ignore[attr-defined]
     return rep

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from conformance.artifacts import ArtifactDir
+from conformance.devices import declared_device
 from conformance.outcomes import refused
 from interpreter.dtype import DType
 from interpreter.errors import UnsupportedGraphError
@@ -287,13 +288,21 @@ PROBES: list[Callable[[], tuple[Graph, list[np.ndarray]]]] = [
     _probe_gpu_buffer, _probe_many_ops, _probe_store]
 
 
-@pytest.mark.spec("EXEC-2", "EXEC-3")
+def _probes(executor: Any) -> list[Callable[[], tuple[Graph, list[np.ndarray]]]]:
+    """The probes that may be refused: on an executor serving a GPU, a GPU buffer is an
+    ordinary graph (CONF-75)."""
+    if declared_device(executor).is_cpu():
+        return PROBES
+    return [p for p in PROBES if p is not _probe_gpu_buffer]
+
+
+@pytest.mark.spec("EXEC-2", "EXEC-3", "CONF-71", "CONF-75")
 def test_refusal_leaves_inputs_untouched(executor: Any,
                                          conformance_artifacts: ArtifactDir) -> None:
     """Whenever the executor refuses one of the probe graphs, every input (buffers included)
     must be byte-identical to before: refusal happens before any side effect."""
     refusals = 0
-    for probe in PROBES:
+    for probe in _probes(executor):
         graph, inputs = probe()
         before = snapshot(inputs)
         conformance_artifacts.write_case(graph, [a.copy() for a in inputs], sub=graph.name)

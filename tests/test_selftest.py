@@ -53,11 +53,12 @@ class _Collector:
 
 
 def run_suite(tmp_path: Path, executor: str, files: list[str], k: str | None = None,
-              *extra: str) -> SuiteRun:
-    """Run ``conformance/<files>`` in-process on ``tests.broken_executors:<executor>``."""
+              *extra: str, module: str = BROKEN) -> SuiteRun:
+    """Run ``conformance/<files>`` in-process on ``<module>:<executor>`` (default module:
+    ``tests.broken_executors``)."""
     art = tmp_path / "artifacts"
     args = [str(CONF / f) for f in files] + [
-        "-q", "-p", "no:cacheprovider", f"--executor={BROKEN}:{executor}",
+        "-q", "-p", "no:cacheprovider", f"--executor={module}:{executor}",
         f"--conformance-artifacts={art}", "--hypothesis-profile=ci", "-W", "ignore"]
     if k:
         args += ["-k", k]
