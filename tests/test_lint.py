@@ -32,3 +32,21 @@ def test_mypy_clean() -> None:
     proc = subprocess.run([*_tool("mypy"), "--no-incremental", "--cache-dir=/dev/null"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_no_merge_conflict_markers() -> None:
+    """A merge left ``<<<<<<<``/``>>>>>>>`` lines in spec/conformance.md once, and every
+    other check passed; no tracked text file may contain one again."""
+    files = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if files.returncode != 0:
+        pytest.skip("not a git checkout")
+    markers = ("<" * 7 + " ", ">" * 7 + " ")
+    found = []
+    for name in files.stdout.splitlines():
+        path = ROOT / name
+        if path.suffix not in {".py", ".md", ".toml", ".txt", ".cfg", ".sh", ".cu"}:
+            continue
+        for no, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if line.startswith(markers):
+                found.append(f"{name}:{no}: {line[:40]}")
+    assert not found, "merge-conflict markers:\n" + "\n".join(found)
