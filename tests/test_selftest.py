@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conformance.artifacts import load_case
-from tests.suite_runner import BROKEN, CONF, ROOT, SuiteRun, run_suite
+from tests.suite_runner import BROKEN, CONF, ROOT, SELFTEST_PROFILE, SuiteRun, run_suite
 
 __all__ = ["BROKEN", "CONF", "ROOT", "SuiteRun", "assert_repro_fails", "repros", "run_suite"]
 
@@ -120,9 +120,10 @@ def test_expectations_and_refusals(tmp_path: Path) -> None:
 
 def _subprocess_suite(tmp_path: Path, *args: str, timeout: int = 300
                       ) -> subprocess.CompletedProcess[str]:
+    # the runner's ``selftest`` profile (``ci`` without shrinking), registered by -p
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-W", "ignore",
-           "--hypothesis-profile=ci", f"--conformance-artifacts={tmp_path / 'artifacts'}",
-           *args]
+           "-p", "tests.suite_runner", f"--hypothesis-profile={SELFTEST_PROFILE}",
+           f"--conformance-artifacts={tmp_path / 'artifacts'}", *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
