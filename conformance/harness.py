@@ -26,7 +26,7 @@ from .calls import ExecutorRaised, quiet, suite_error_message
 from .diagnosis import annotate, explained_by
 from .differential import ReferenceRefused, Verdict, check_case
 from .expectations import declared_deviations
-from .minimize import budget_from, in_final_example, minimize_stored
+from .minimize import budget_from, in_final_example, minimize_raised_stored, minimize_stored
 from .outcomes import not_covered, record, refused
 from .strategies import INPUT_SETS, Case
 
@@ -164,8 +164,14 @@ class Harness:
                 raise _CellRefused("refused") from None
             reject()
         except ExecutorRaised as e:
+            try:  # CONF-19: while the executor still raises this exception type
+                extra = minimize_raised_stored(
+                    case, e, self.executor, self.reference, self.artifacts,
+                    budget=budget_from(getattr(self.request, "config", None)))
+            except Exception as err:
+                self._suite_error(err, where, f"\n(while minimising: {e.describe()})")
             repro = f"repro: python {where / 'repro.py'}" if where else ""
-            message = f"{self.label}: {e.describe()}\n{repro}"
+            message = f"{self.label}: {e.describe()}\n{repro}{extra}"
             self._write_failure(message)
             raise ExecutorError(message) from None
         except Exception as e:

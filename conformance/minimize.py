@@ -15,6 +15,10 @@ on it (any failure, checked by :func:`~conformance.differential.check_case`):
 
 Both steps stop when the budget (seconds and executor calls) is spent; what was found so
 far is kept. The harness minimises only hypothesis' final (shrunk) example.
+
+A case on which the executor *raises* is minimised the same way (:func:`minimize_raised`),
+while the executor still raises the same exception type; its graph step first tries each
+node alone (upstream cut), in graph order.
 """
 
 from __future__ import annotations
@@ -33,12 +37,13 @@ from interpreter.graph.lowering import lower
 from interpreter.types import BufferType
 
 from .artifacts import ArtifactDir
+from .calls import ExecutorRaised
 from .compare import same_bits
 from .differential import Verdict, _reference_env, check_case
 from .strategies import Case
 
 __all__ = ["Budget", "Minimized", "budget_from", "in_final_example", "minimize",
-           "minimize_stored"]
+           "minimize_raised", "minimize_raised_stored", "minimize_stored"]
 
 
 @dataclass(frozen=True)
@@ -113,7 +118,9 @@ class _Counting:
 
 
 class _Search:
-    def __init__(self, executor: Any, reference: Any, budget: Budget) -> None:
+    def __init__(self, executor: Any, reference: Any, budget: Budget,
+                 raises: str | None = None) -> None:
+        self.raises = raises  # minimise "raises this exception type", not a mismatch
         self.executor = _Counting(executor)
         self.reference = reference
         self.budget = budget
@@ -130,15 +137,18 @@ class _Search:
         return self.exhausted
 
     def fails(self, graph: Graph, inputs: Sequence[np.ndarray]) -> bool:
-        """Whether the executor still fails on this candidate (exceptions: no)."""
+        """Whether the executor still fails on this candidate: a mismatch, or raising the
+        same exception type when minimising a raise (other exceptions: no)."""
         if self.spent():
             return False
         try:
             v = check_case(Case(graph, list(inputs)), self.executor, self.reference,
                            locate=False)
+        except ExecutorRaised as e:
+            return type(e.original).__name__ == self.raises
         except Exception:
             return False  # a refusal or another error is not the failure being minimised
-        return not v.ok
+        return self.raises is None and not v.ok
 
 
 # -- graph surgery --------------------------------------------------------------------------
@@ -317,6 +327,55 @@ def minimize(case: Case, verdict: Verdict, executor: Any, reference: Any, *,
                      s.exhausted, steps)
 
 
+def _own_targets(graph: Graph, node: Any) -> list[Value]:
+    """A node's results, or for a store the buffer inputs it writes."""
+    return [*node.results] or [v for v in node.operands if any(v is i for i in graph.inputs)]
+
+
+def _isolate_raising(s: _Search, case: Case, steps: list[str]) -> _Sub | None:
+    """The first node (graph order) that raises alone, its upstream cut."""
+    graph, inputs = case.graph, list(case.inputs)
+    if len(graph.nodes) < 2:
+        return None
+    env, _ = _reference_env(graph, inputs)
+    for node in graph.nodes:
+        targets = _own_targets(graph, node)
+        if not targets or s.spent():
+            continue
+        sub = _extract(graph, inputs, env, targets, cut=_upstream(graph, targets))
+        if sub is not None and _smaller(sub, graph) and s.fails(sub.graph, sub.inputs):
+            steps.append(f"isolated {', '.join(n.op.name for n in sub.graph.nodes)}")
+            return sub
+    return None
+
+
+def minimize_raised(case: Case, error: ExecutorRaised, executor: Any, reference: Any, *,
+                    budget: Budget = Budget()) -> Minimized | None:
+    """A smaller case on which ``executor`` still raises ``error``'s exception type (CONF-19),
+    or None when nothing smaller raises it."""
+    s = _Search(executor, reference, budget, raises=type(error.original).__name__)
+    steps: list[str] = []
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        sub = _isolate_raising(s, case, steps) or _reduce_graph(
+            s, case, Verdict(False), steps)
+        values = _simplify_values(s, sub.graph, sub.inputs, steps)
+    if not steps:
+        return None
+    small = Case(sub.graph, values, op=case.op, dtype=case.dtype,
+                 shape_class=case.shape_class, seed=case.seed)
+    try:  # judged again in full, even when the budget is spent
+        check_case(small, s.executor, reference)
+    except ExecutorRaised as e:
+        if type(e.original).__name__ == s.raises:
+            return Minimized(small, Verdict(False, message=e.describe()),
+                             len(case.graph.nodes), s.executor.calls, s.elapsed(),
+                             s.exhausted, steps)
+    except Exception:
+        pass
+    return None
+
+
 def minimize_stored(case: Case, verdict: Verdict, executor: Any, reference: Any,
                     artifacts: ArtifactDir, *, label: str, budget: Budget | None
                     ) -> tuple[Case, Verdict, str]:
@@ -335,3 +394,20 @@ def minimize_stored(case: Case, verdict: Verdict, executor: Any, reference: Any,
     shutil.rmtree(artifacts.path / "divergence", ignore_errors=True)  # of a larger example
     return small.case, small.verdict, (f"\n{small.summary()}; the case as generated: "
                                        f"python {orig / 'repro.py'}")
+
+
+def minimize_raised_stored(case: Case, error: ExecutorRaised, executor: Any, reference: Any,
+                           artifacts: ArtifactDir, *, budget: Budget | None) -> str:
+    """:func:`minimize_stored` for a case on which the executor raised: the minimised case
+    in the test's directory, the case as generated under ``original/``. Returns the note
+    for the failure message ("" when not minimised)."""
+    if budget is None or budget.seconds <= 0 or budget.calls <= 0 or not in_final_example():
+        return ""
+    small = minimize_raised(case, error, executor, reference, budget=budget)
+    if small is None:
+        return ""
+    orig = artifacts.write_case(case.graph, case.inputs, sub="original",
+                                note="the case as generated, before minimisation")
+    artifacts.write_results({}, {}, error.describe(), sub="original")
+    artifacts.write_case(small.case.graph, small.case.inputs)
+    return f"\n{small.summary()}; the case as generated: python {orig / 'repro.py'}"

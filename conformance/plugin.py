@@ -327,13 +327,13 @@ def _in_suite(item: pytest.Item) -> bool:
     return bool(item.config.stash.get(_ACTIVE, False)) and _HERE in Path(item.path).parents
 
 
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
-                             ) -> tuple[str, str, str] | None:
+def pytest_report_teststatus(report: pytest.TestReport | pytest.CollectReport,
+                             config: pytest.Config) -> tuple[str, str, str] | None:
     """A suite error is a failure (exit status, FAILURES section) shown as ``S`` /
-    ``SUITE ERROR`` (CONF-22)."""
+    ``SUITE ERROR`` (CONF-22). Collection reports carry no properties: left to pytest."""
     if report.failed and any(key == "conformance" and isinstance(value, dict)
                              and value.get("outcome") == SUITE_ERROR_OUTCOME
-                             for key, value in report.user_properties):
+                             for key, value in getattr(report, "user_properties", ())):
         return "failed", "S", "SUITE ERROR"
     return None
 

@@ -47,6 +47,8 @@ VERDICTS = (SUITE_ERROR_OUTCOME, "fail", "deviation", "xfail", "refused", "not_c
             "pass", "skip")
 SPEC_PROP = "conformance_spec"
 DEVIATION = "deviation"
+#: an (op, dtype) pair with a cell that no test of this run ran (deselected, file not run)
+NOT_RUN = "not_run"
 #: the longest failure message kept in the report (the artifacts hold the full one)
 MESSAGE_CHARS = 6000
 #: seconds between two rebuilds of JSON/HTML while the run goes on (CONF-62)
@@ -404,11 +406,19 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
                  if m["verdict"] not in ("skip", "not_covered")}
     why = {(rec["op"], rec["dtype"]): rec["not_covered"] for rec in results.values()
            if rec.get("not_covered")}
-    not_covered = [{"op": name, "dtype": d.value,
-                    "reason": why.get((name, d.value), "no test exercised it in this run")}
-                   for name, op in sorted(REGISTRY.items())
-                   for d in sorted(op.data_dtypes, key=lambda d: d.value)
-                   if (name, d.value) not in exercised]
+    ran = {(rec["op"], rec["dtype"]) for rec in results.values() if rec["op"]}
+    not_covered, not_run = [], []
+    for name, opdef in sorted(REGISTRY.items()):
+        for d in sorted(opdef.data_dtypes, key=lambda d: d.value):
+            pair = (name, d.value)
+            if pair in exercised:
+                continue
+            gap = None if pair in ran else _cell_gap(opdef, d)
+            if gap is None and pair not in ran:  # a cell exists; this run did not run it
+                not_run.append({"op": name, "dtype": d.value})
+            else:
+                not_covered.append({"op": name, "dtype": d.value, "reason": why.get(
+                    pair, gap or "no test exercised it in this run")})
     tested: dict[str, list[str]] = defaultdict(list)
     for nodeid, rec in sorted(results.items()):
         for r in rec["rules"]:
@@ -426,10 +436,14 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
     ops = [{"op": name, "category": op.category,
             "verdict": next((v for v in VERDICTS if per_op[name][v]), "not_covered"),
             "counts": dict(sorted(per_op[name].items())),
-            "not_covered": [nc["dtype"] for nc in not_covered if nc["op"] == name]}
+            "not_covered": [nc["dtype"] for nc in not_covered if nc["op"] == name],
+            "not_run": [nr["dtype"] for nr in not_run if nr["op"] == name]}
            for name, op in sorted(REGISTRY.items())]
+    for o in ops:
+        if not o["counts"] and o["not_run"] and not o["not_covered"]:
+            o["verdict"] = NOT_RUN
     ops += [{"op": name, "category": "-", "counts": dict(sorted(c.items())),
-             "verdict": next(v for v in VERDICTS if c[v]), "not_covered": []}
+             "verdict": next(v for v in VERDICTS if c[v]), "not_covered": [], "not_run": []}
             for name, c in sorted(per_op.items()) if name not in REGISTRY]
 
     def listed(verdicts: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -452,7 +466,8 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
 
     seconds = meta.get("seconds")
     summary = {**{v: totals.get(v, 0) for v in VERDICTS}, "tests": len(results),
-               "not_covered_pairs": len(not_covered), "structures": total("structures"),
+               "not_covered_pairs": len(not_covered), "not_run_pairs": len(not_run),
+               "structures": total("structures"),
                "calls": total("calls"), "value_checks": total("value_checks"),
                "seconds": seconds, "complete": bool(meta.get("complete", False))}
     return {
@@ -472,11 +487,22 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
                                if v["verdict"] == SUITE_ERROR_OUTCOME),
         "suite_error_details": listed((SUITE_ERROR_OUTCOME,)),
         "not_covered": not_covered,
+        "not_run": not_run,
         "rules": rules,
         "rules_uncovered": [r["id"] for r in rules if not r["tests"]],
         "rules_cited_but_undefined": undefined,
         "stale_expectations": stale,
     }
+
+
+def _cell_gap(op: Any, dtype: Any) -> str | None:
+    """Why no cell of ``op`` has data dtype ``dtype`` (CONF-21); None when one exists."""
+    from .strategies import cell_gaps
+
+    try:
+        return cell_gaps(op).get(dtype)
+    except Exception as e:  # a registry the suite cannot probe: say so, per pair
+        return f"cells could not be probed: {type(e).__name__}: {e}"
 
 
 def render_html(report: dict[str, Any]) -> str:

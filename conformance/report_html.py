@@ -17,10 +17,10 @@ __all__ = ["COLORS", "LABELS", "dtype_order", "render", "short_dtype"]
 
 COLORS = {"suite_error": "#000000", "fail": "#c62828", "deviation": "#e65100",
           "xfail": "#b8860b", "refused": "#6a1b9a", "not_covered": "#9e9e9e",
-          "pass": "#2e7d32", "skip": "#78909c"}
+          "not_run": "#cfd8dc", "pass": "#2e7d32", "skip": "#78909c"}
 LABELS = {"suite_error": "suite error", "fail": "fail", "deviation": "deviation",
           "xfail": "xfail", "refused": "refused", "not_covered": "not covered",
-          "pass": "pass", "skip": "skip"}
+          "not_run": "not run", "pass": "pass", "skip": "skip"}
 SHAPES = ("scalar", "empty", "broadcast", "general")
 #: failures shown expanded; the rest start folded
 OPEN_FAILURES = 5
@@ -151,10 +151,11 @@ def _case(item: dict[str, Any], index: int) -> str:
 def _summary(report: dict[str, Any]) -> str:
     s = report.get("summary") or {}
     totals = report["totals"]
-    counts = {**totals, "not_covered": s.get("not_covered_pairs", len(report["not_covered"]))}
+    counts = {**totals, "not_covered": s.get("not_covered_pairs", len(report["not_covered"])),
+              "not_run": s.get("not_run_pairs", len(report.get("not_run") or ()))}
     chips = [_chip(v, n=int(counts.get(v, 0)))
              for v in ("pass", "fail", "deviation", "xfail", "refused", "suite_error",
-                       "not_covered", "skip")]
+                       "not_covered", "not_run", "skip")]
     secs = s.get("seconds")
     def count(key: str, label: str) -> str:
         n = s.get(key)
@@ -162,7 +163,7 @@ def _summary(report: dict[str, Any]) -> str:
                 f'{"not recorded" if n is None else n}</span>')
 
     stats = [f'<span class="stat" data-stat="tests">{s.get("tests", 0)} tests; not covered '
-             f'counts op &times; dtype pairs</span>',
+             f'and not run count op &times; dtype pairs</span>',
              count("structures", "distinct graphs"), count("calls", "executor calls"),
              count("value_checks", "value checks"),
              f'<span class="stat" data-stat="seconds">'
@@ -184,9 +185,10 @@ def _matrix(report: dict[str, Any]) -> str:
     for m in report["matrix"]:
         by_op[m["op"]][m["dtype"]][m["shape_class"]] = m
     reasons = {(nc["op"], nc["dtype"]): nc.get("reason", "") for nc in report["not_covered"]}
+    not_run = {(nr["op"], nr["dtype"]) for nr in report.get("not_run") or ()}
     ops = [o["op"] for o in report.get("ops") or []] or sorted(by_op)
     dtypes = sorted({d for row in by_op.values() for d in row if d != "-"}
-                    | {d for _, d in reasons}, key=dtype_order)
+                    | {d for _, d in reasons} | {d for _, d in not_run}, key=dtype_order)
     rows = []
     for op in ops:
         tds = []
@@ -196,6 +198,10 @@ def _matrix(report: dict[str, Any]) -> str:
             if not cells and (op, d) in reasons:
                 tds.append(f'<td class="nc" title="{_e(op)} {_e(d)}: not covered: '
                            f'{_e(reasons[op, d])}">n/c</td>')
+                continue
+            if not cells and (op, d) in not_run:
+                tds.append(f'<td class="nc" title="{_e(op)} {_e(d)}: not run: this run did '
+                           f'not select its cells">n/r</td>')
                 continue
             if not cells:
                 tds.append('<td class="nodata"></td>')
@@ -221,16 +227,17 @@ def _matrix(report: dict[str, Any]) -> str:
             f'<p class="note">Each cell holds one square per shape class '
             f'(s = scalar, e = empty, b = broadcast, g = general) coloured by the worst verdict '
             f'of its tests: {legend}. <b>n/c</b>: the op has this data dtype but no test '
-            f'ran it (hover for the reason; all reasons are listed under '
-            f'<a href="#not-covered">not covered</a>). An empty cell: not a data dtype of '
-            f'the op. Op names link to their row of counts.</p>'
+            f'can run it (hover for the reason; all reasons are listed under '
+            f'<a href="#not-covered">not covered</a>). <b>n/r</b>: not run, the op has '
+            f'cells of this dtype but this run did not select them. An empty cell: not a '
+            f'data dtype of the op. Op names link to their row of counts.</p>'
             f'<div class="scroll"><table class="matrix"><thead><tr><th class="op">op</th>'
             f'{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div></section>')
 
 
 def _ops(report: dict[str, Any]) -> str:
     cols = ("pass", "fail", "deviation", "xfail", "refused", "suite_error", "not_covered",
-            "skip")
+            "not_run", "skip")
     nc_by_op: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for nc in report["not_covered"]:
         nc_by_op[nc["op"]].append((nc["dtype"], nc.get("reason", "")))
@@ -241,7 +248,8 @@ def _ops(report: dict[str, Any]) -> str:
     messages = {x["test"]: x.get("message", "") for x in report.get("refused") or []}
     rows = []
     for o in report.get("ops") or []:
-        counts = {**o["counts"], "not_covered": len(o.get("not_covered") or ())}
+        counts = {**o["counts"], "not_covered": len(o.get("not_covered") or ()),
+                  "not_run": len(o.get("not_run") or ())}
         nums = "".join(f'<td class="{"n" if counts.get(c) else "z"}" data-col="{c}">'
                        f'{counts.get(c, 0)}</td>' for c in cols)
         items = [f'<li>{_chip(rec["verdict"])} <code>{_e(nodeid.split("::")[-1])}</code>'
@@ -256,7 +264,8 @@ def _ops(report: dict[str, Any]) -> str:
                     f'{nums}<td>{detail}</td></tr>')
     head = "".join(f"<th>{_e(LABELS[c])}</th>" for c in cols)
     return (f'<section id="ops"><h2>per op</h2><p class="note">Tests per verdict; '
-            f'<i>not covered</i> counts the op\'s data dtypes no test exercised.</p>'
+            f'<i>not covered</i> counts the op\'s data dtypes no test can exercise or that '
+            f'ended not covered, <i>not run</i> those whose cells this run did not run.</p>'
             f'<table class="ops"><thead><tr><th>op</th>'
             f'<th>category</th><th>verdict</th>{head}<th>tests</th></tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></section>')
@@ -271,9 +280,11 @@ def _not_covered(report: dict[str, Any]) -> str:
                     f'</span></li>' for reason, pairs in sorted(by_reason.items()))
     return (f'<section id="not-covered"><h2>not covered ({len(report["not_covered"])} '
             f'op &times; dtype pairs)</h2><p class="note">A registry op and data dtype that no '
-            f'test exercised: either no test of it ran (e.g. a <code>-k</code> selection) or the '
-            f'suite cannot generate it (the reason says why). Not a pass: nothing is known '
-            f'about the executor there.</p><ul class="reasons">{items or "<li>none</li>"}'
+            f'test exercised: the suite cannot generate it or its test ended without a result '
+            f'(the reason says why). Not a pass: nothing is known about the executor there. '
+            f'{len(report.get("not_run") or ())} more pairs were <i>not run</i>: they have '
+            f'cells, which this run did not select (e.g. a <code>-k</code> selection).</p>'
+            f'<ul class="reasons">{items or "<li>none</li>"}'
             f'</ul></section>')
 
 

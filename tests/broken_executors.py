@@ -41,6 +41,7 @@ __all__ = [
     "NaNSkippingSum",
     "NondeterministicExecutor",
     "OverflowingSigmoid",
+    "RaisingSigmoid",
     "RefusesAfterWrite",
     "ReplayedMutation",
     "RoundHalfAwayFromZero",
@@ -137,6 +138,19 @@ class OverflowingSigmoid(PatchedInterpreter):
     """``sigmoid`` as ``exp(x) / (1 + exp(x))``: inf / inf = NaN for large x (> 709)."""
 
     overrides: ClassVar[dict[str, Kernel]] = {"sigmoid": _sigmoid_by_ratio}
+
+
+def _sigmoid_rejecting_negatives(x: Any) -> Any:
+    if np.any(np.asarray(x) < 0):  # a fast path that only handles x >= 0
+        raise ValueError("sigmoid: negative input reached the x >= 0 fast path")
+    return _sigmoid_by_ratio(x)
+
+
+class RaisingSigmoid(PatchedInterpreter):
+    """``sigmoid`` raises ``ValueError`` when any element is negative (an executor crash in
+    one kernel: the stored case is minimised while it still raises, CONF-19)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"sigmoid": _sigmoid_rejecting_negatives}
 
 
 def _select_swapping_floats(cond: Any, x: Any, y: Any) -> Any:

@@ -3,7 +3,7 @@
 ``tests.device_executors:SimulatedGpuExecutor`` serves ``gpu:0`` with host memory behind
 handles that are not numpy arrays; its broken variants each get one device rule wrong. The
 plumbing is checked directly (``conformance.devices``) and by running small slices of the
-suite in-process (``tests.test_selftest.run_suite``) with the verdicts a vendor would read.
+suite in-process (``tests.suite_runner.run_suite``) with the verdicts a vendor would read.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from interpreter.graph import BufferValue, DeviceRef, ops
 from interpreter.graph.retarget import devices_of
 from interpreter.testing import Buf, assert_same, build
 from tests.device_executors import SimulatedGpuArray, SimulatedGpuExecutor
-from tests.test_selftest import ROOT, assert_repro_fails, run_suite
+from tests.suite_runner import ROOT, assert_repro_fails, run_suite
 
 DEV = "tests.device_executors"
 GPU0 = DeviceRef.GPU(0)
@@ -187,7 +187,7 @@ SLICE = [
 @pytest.mark.parametrize(("files", "k"), SLICE, ids=[f[0] for f, _ in SLICE])
 def test_simulated_gpu_passes_the_suite(tmp_path: Path, files: list[str], k: str | None
                                         ) -> None:
-    run = run_suite(tmp_path, "SimulatedGpuExecutor", files, k, module=DEV)
+    run = run_suite(tmp_path, f"{DEV}:SimulatedGpuExecutor", files, k)
     assert run.outcomes, f"nothing ran ({files}, -k {k!r})"
     assert not run.failed(), run.text()
     assert run.code == 0
@@ -210,7 +210,7 @@ BROKEN = [
 @pytest.mark.parametrize(("broken", "files", "k", "words"), BROKEN, ids=[b[0] for b in BROKEN])
 def test_broken_device_executor_is_caught(tmp_path: Path, broken: str, files: list[str],
                                           k: str, words: list[str]) -> None:
-    run = run_suite(tmp_path, broken, files, k, module=DEV)
+    run = run_suite(tmp_path, f"{DEV}:{broken}", files, k)
     assert run.failed(), f"{broken} passed {sorted(run.outcomes)}"
     text = run.text()
     for word in words:
@@ -224,8 +224,7 @@ def test_broken_device_executor_is_caught(tmp_path: Path, broken: str, files: li
 def test_device_repro_replays_through_to_device(tmp_path: Path) -> None:
     """A failure on the device leaves a host-numpy repro that replays it (through
     ``to_device``: the stored graph and inputs are the CPU ones)."""
-    run = run_suite(tmp_path, "RebindsBuffers", ["test_protocol.py"], "mutation_applied",
-                    module=DEV)
+    run = run_suite(tmp_path, f"{DEV}:RebindsBuffers", ["test_protocol.py"], "mutation_applied")
     assert run.failed() and "mutation dropped" in run.text()
     assert_repro_fails(run)
 
@@ -247,7 +246,7 @@ def test_the_device_copy_is_made_once_per_graph() -> None:
 @pytest.mark.spec("CONF-70", "CONF-72")
 def test_isolated_worker_drives_the_device_executor(tmp_path: Path) -> None:
     """Under ``--conformance-isolate`` the worker process wraps the executor the same way."""
-    run = run_suite(tmp_path, "ReturnsHostArrays", ["test_protocol.py"], "mutation_applied",
-                    "--conformance-isolate", module=DEV)
+    run = run_suite(tmp_path, f"{DEV}:ReturnsHostArrays", ["test_protocol.py"], "mutation_applied",
+                    "--conformance-isolate")
     text = run.text()
     assert run.failed() and "is a numpy.ndarray" in text and "[EXEC-12]" in text, text

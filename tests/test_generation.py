@@ -8,8 +8,6 @@ Suite runs are in-process (``pytest.main``, ``ci`` profile) on the small executo
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,55 +26,17 @@ from conformance.strategies import (
 from interpreter.dtype import DType
 from interpreter.executor import InterpreterExecutor
 from interpreter.registry import REGISTRY
+from tests import suite_runner as runner
+from tests.suite_runner import SuiteRun
 
-ROOT = Path(__file__).resolve().parent.parent
 VENDOR = "tests.vendor_executors"
 
 
-@dataclass
-class Run:
-    code: int
-    outcomes: dict[str, str] = field(default_factory=dict)
-    messages: dict[str, str] = field(default_factory=dict)
-    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
-    selected: list[str] = field(default_factory=list)
-
-
-class _Collector:
-    def __init__(self, run: Run) -> None:
-        self.run = run
-
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.run.selected = [it.nodeid for it in session.items]
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" or not report.passed:
-            if report.when == "teardown" and report.nodeid in self.run.outcomes:
-                return
-            self.run.outcomes[report.nodeid] = report.outcome
-            self.run.messages[report.nodeid] = report.longreprtext
-            for key, value in report.user_properties:
-                if key == "conformance":
-                    self.run.meta[report.nodeid] = dict(value)
-
-
 def run_suite(tmp_path: Path, executor: str, files: list[str], k: str | None,
-              *extra: str) -> Run:
-    args = [str(ROOT / "conformance" / f) for f in files] + [
-        "-q", "-p", "no:cacheprovider", "-p", "no:xdist", f"--executor={VENDOR}:{executor}",
-        f"--conformance-artifacts={tmp_path / 'art'}", "--hypothesis-profile=ci"]
-    if k:
-        args += ["-k", k]
-    run = Run(0)
-    profile = settings.get_current_profile_name()
-    cwd = os.getcwd()
-    try:
-        os.chdir(ROOT)
-        run.code = int(pytest.main([*args, *extra], plugins=[_Collector(run)]))
-    finally:
-        os.chdir(cwd)
-        settings.load_profile(profile)
-    return run
+              *extra: str) -> SuiteRun:
+    """The shared in-process runner on an executor of ``tests/vendor_executors.py``."""
+    return runner.run_suite(tmp_path, f"{VENDOR}:{executor}", files, k, *extra,
+                            quiet_warnings=False)
 
 
 # -- CONF-30/31: input sets and shape buckets -----------------------------------------------

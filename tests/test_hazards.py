@@ -16,7 +16,7 @@ from interpreter.executor import InterpreterExecutor
 
 from . import broken_executors as broken
 from . import vendor_executors as vendor
-from .test_selftest import assert_repro_fails, run_suite
+from .suite_runner import assert_repro_fails, run_suite
 
 # broken executor, the cells that must fail (and no others), words of the message (each
 # failure is diagnosed by the class of its effect, CONF-40)

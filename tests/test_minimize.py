@@ -26,7 +26,7 @@ from interpreter.graph import ops
 from interpreter.graph.core import Graph, TensorValue
 from interpreter.types import TensorType
 from tests.broken_executors import OverflowingSigmoid, PatchedInterpreter, RoundHalfAwayFromZero
-from tests.test_selftest import ROOT, run_suite
+from tests.suite_runner import ROOT, run_suite
 
 F32 = np.float32
 REF = InterpreterExecutor()
@@ -243,3 +243,26 @@ def test_stored_case_is_minimised_and_its_repro_still_fails(tmp_path: Path) -> N
                     "elementwise", "--conformance-minimize=0")
     assert off.failed() and "minimised from" not in off.text()
     assert off.artifacts is not None and not list(off.artifacts.glob("*/original"))
+
+
+@pytest.mark.spec("CONF-82", "CONF-19", "CONF-11")
+def test_case_where_the_executor_raises_is_minimised(tmp_path: Path) -> None:
+    """Minimised while the executor still raises the same exception type: the raising node
+    alone, one negative element left; both repro.py still fail with that exception."""
+    run = run_suite(tmp_path, "RaisingSigmoid", ["test_graphs.py"], "elementwise")
+    assert run.failed(), run.outcomes
+    text = run.text()
+    assert "the executor raised ValueError" in text and "minimised from" in text, text
+    assert run.artifacts is not None
+    (d,) = [p.parent for p in run.artifacts.glob("*/original")]
+    small, inputs = load_case(d)
+    big, _ = load_case(d / "original")
+    assert [n.op.name for n in small.nodes] == ["sigmoid"], small.to_text()
+    assert len(big.nodes) > 1
+    (needed,) = _not_simple(inputs)  # the one negative element the raise needs
+    assert needed < 0
+    for repro in (d / "repro.py", d / "original" / "repro.py"):
+        p = subprocess.run([sys.executable, str(repro)], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 1 and "FAIL:" in p.stdout and "ValueError" in p.stdout, (
+            repro, p.stdout[-500:], p.stderr[-500:])

@@ -4,7 +4,6 @@ incremental results a killed run leaves (CONF-60..64)."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -15,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import settings
 
 from conformance import differential
 from conformance.report import build_report, load_results, render_html, verdict_of
+from tests import suite_runner as runner
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conformance"
@@ -105,17 +104,7 @@ class Page(HTMLParser):
 
 def run_suite(tmp_path: Path, k: str, *extra: str) -> int:
     """``conformance/test_ops.py -k k`` in-process on the report test executor."""
-    args = [str(CONF / "test_ops.py"), "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-            f"--executor={EXECUTOR}", f"--conformance-artifacts={tmp_path / 'art'}",
-            "--hypothesis-profile=ci", "-W", "ignore", "-k", k, *extra]
-    profile = settings.get_current_profile_name()
-    cwd = os.getcwd()
-    try:
-        os.chdir(ROOT)
-        return int(pytest.main(args))
-    finally:
-        os.chdir(cwd)
-        settings.load_profile(profile)
+    return runner.run_suite(tmp_path, EXECUTOR, ["test_ops.py"], k, *extra).code
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +131,9 @@ def test_html_page_matches_the_json(slice_run: tuple[Path, int]) -> None:
     assert not page.external and not page.scripts, page.external
     assert data["totals"]["fail"] == 2 and data["totals"]["refused"] == 1
     assert data["totals"]["pass"] == 1 and data["summary"]["complete"] is True
-    expected = {**data["totals"], "not_covered": data["summary"]["not_covered_pairs"]}
-    assert page.chips == {v: expected[v] for v in page.chips} and len(page.chips) == 8
+    expected = {**data["totals"], "not_covered": data["summary"]["not_covered_pairs"],
+                "not_run": data["summary"]["not_run_pairs"]}
+    assert page.chips == {v: expected[v] for v in page.chips} and len(page.chips) == 9
     assert page.matrix_rows == sorted(REGISTRY)
     assert [o["op"] for o in data["ops"]] == sorted(REGISTRY)
     failing = sorted(k for k, v in data["tests"].items() if v["verdict"] == "fail")
@@ -163,6 +153,32 @@ def test_html_page_matches_the_json(slice_run: tuple[Path, int]) -> None:
         "conformance/test_ops.py::test_op[argmax-float32-general]"]
     assert "argmax is not supported" in refused[0]["message"]
     assert refused[0]["message"].startswith("REFUSED:")
+
+
+@pytest.mark.spec("CONF-80", "CONF-21")
+def test_deselected_pairs_are_not_run_not_uncovered(slice_run: tuple[Path, int]) -> None:
+    """A ``-k`` slice leaves most (op, dtype) pairs unrun: they have cells, so the report
+    lists them as *not run*, never as *not covered* (no cell can test them)."""
+    from conformance.strategies import feasible_cells
+    from interpreter.registry import REGISTRY
+
+    tmp, _ = slice_run
+    data = json.loads((tmp / "r.json").read_text())
+    not_run = {(e["op"], e["dtype"]) for e in data["not_run"]}
+    not_covered = {(e["op"], e["dtype"]) for e in data["not_covered"]}
+    with_cells = {(name, d.value) for name, op in REGISTRY.items()
+                  for d, _ in feasible_cells(op)}
+    ran = {("round", "float32"), ("round", "float16"), ("abs", "float32"),
+           ("argmax", "float32")}
+    assert not_run == with_cells - ran and not not_run & not_covered
+    assert ("round", "float64") in not_run and ("add", "int8") in not_run
+    assert all(e["reason"] != "no test exercised it in this run" for e in data["not_covered"])
+    assert data["summary"]["not_run_pairs"] == len(not_run)
+    ops = {o["op"]: o for o in data["ops"]}
+    assert ops["round"]["not_run"] == ["bfloat16", "float64"] and not ops["round"]["not_covered"]
+    assert ops["add"]["verdict"] == "not_run"
+    page = (tmp / "r.html").read_text(encoding="utf-8")
+    assert 'title="round float64: not run: this run did not select its cells">n/r</td>' in page
 
 
 @pytest.mark.spec("CONF-64")

@@ -11,87 +11,22 @@ run the suite in a subprocess.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
 
-ROOT = Path(__file__).resolve().parent.parent
-CONF = ROOT / "conformance"
-BROKEN = "tests.broken_executors"
-
-
-@dataclass
-class SuiteRun:
-    code: int
-    outcomes: dict[str, str] = field(default_factory=dict)
-    messages: dict[str, str] = field(default_factory=dict)
-    artifacts: Path | None = None
-
-    def failed(self) -> list[str]:
-        return [k for k, v in self.outcomes.items() if v == "failed"]
-
-    def text(self) -> str:
-        return "\n".join(self.messages[k] for k in self.failed())
-
-
-class _Collector:
-    def __init__(self, run: SuiteRun) -> None:
-        self.run = run
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" or not report.passed:
-            if report.nodeid in self.run.outcomes and report.when == "teardown":
-                return
-            self.run.outcomes[report.nodeid] = report.outcome
-            self.run.messages[report.nodeid] = report.longreprtext
-
-
-def run_suite(tmp_path: Path, executor: str, files: list[str], k: str | None = None,
-              *extra: str, module: str = BROKEN) -> SuiteRun:
-    """Run ``conformance/<files>`` in-process on ``<module>:<executor>`` (default module:
-    ``tests.broken_executors``)."""
-    art = tmp_path / "artifacts"
-    args = [str(CONF / f) for f in files] + [
-        "-q", "-p", "no:cacheprovider", f"--executor={module}:{executor}",
-        f"--conformance-artifacts={art}", "--hypothesis-profile=ci", "-W", "ignore"]
-    if k:
-        args += ["-k", k]
-    run = SuiteRun(0, artifacts=art)
-    profile = settings.get_current_profile_name()
-    cwd = os.getcwd()
-    try:
-        os.chdir(ROOT)
-        run.code = int(pytest.main([*args, *extra], plugins=[_Collector(run)]))
-    finally:
-        os.chdir(cwd)
-        settings.load_profile(profile)
-    return run
-
-
-def repros(run: SuiteRun) -> list[Path]:
-    return sorted(run.artifacts.rglob("repro.py")) if run.artifacts else []
-
-
-def assert_repro_fails(run: SuiteRun) -> None:
-    """Some ``repro.py`` left by the run reproduces the failure on its own (CONF-11): it
-    exits 1 with a ``FAIL:`` verdict (not with an import error or a traceback)."""
-    scripts = repros(run)
-    assert scripts, "the failing run left no repro.py"
-    seen = []
-    for script in scripts[:3]:
-        p = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True,
-                           text=True, timeout=120)
-        seen.append((p.returncode, (p.stdout + p.stderr)[-300:]))
-        if p.returncode == 1 and "FAIL:" in p.stdout:
-            return
-    pytest.fail(f"no repro.py reproduced the failure: {seen} ({scripts[:3]})")
-
+from conformance.artifacts import load_case
+from tests.suite_runner import (
+    BROKEN,
+    ROOT,
+    SELFTEST_PROFILE,
+    assert_repro_fails,
+    repros,
+    run_suite,
+)
 
 # name, files, -k selection, words the failure message must contain
 CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
@@ -127,6 +62,20 @@ def test_broken_executor_is_caught(tmp_path: Path, broken: str, files: list[str]
     assert_repro_fails(run)  # every failure leaves a repro.py that reproduces it
 
 
+@pytest.mark.spec("CONF-81", "CONF-18")
+def test_rounding_ties_away_from_zero_fails_every_scalar_round_cell(tmp_path: Path) -> None:
+    """``round`` draws exact ties (sample kind ``halfway``): with one element per input the
+    scalar cells met no tie before, and half of them passed this executor."""
+    run = run_suite(tmp_path, "RoundHalfAwayFromZero", ["test_ops.py"],
+                    "test_op and round- and scalar", "--conformance-minimize=0")
+    cells = sorted(k.split("[", 1)[1].rstrip("]") for k in run.failed())
+    assert cells == [f"round-{d}-scalar" for d in ("bfloat16", "float16", "float32",
+                                                   "float64")], run.outcomes
+    assert all("round [" in text for text in run.failures().values())
+    stored = [load_case(p.parent)[1][0] for p in repros(run)]
+    assert len(stored) == 4 and all(abs(float(x)) % 1 == 0.5 for x in stored), stored
+
+
 @pytest.mark.spec("CONF-5", "CONF-6", "CONF-7")
 def test_expectations_and_refusals(tmp_path: Path) -> None:
     xfails = tmp_path / "xfails.toml"
@@ -156,9 +105,10 @@ def test_expectations_and_refusals(tmp_path: Path) -> None:
 
 def _subprocess_suite(tmp_path: Path, *args: str, timeout: int = 300
                       ) -> subprocess.CompletedProcess[str]:
+    # the runner's ``selftest`` profile (``ci`` without shrinking), registered by -p
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-W", "ignore",
-           "--hypothesis-profile=ci", f"--conformance-artifacts={tmp_path / 'artifacts'}",
-           *args]
+           "-p", "tests.suite_runner", f"--hypothesis-profile={SELFTEST_PROFILE}",
+           f"--conformance-artifacts={tmp_path / 'artifacts'}", *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
@@ -215,3 +165,18 @@ def test_xdist_report_equals_serial(tmp_path: Path) -> None:
     for key in ("tests", "totals", "matrix", "not_covered", "rules"):
         assert a[key] == b[key], f"report section {key!r} differs between serial and -n 2"
     assert (tmp_path / "xdist.html").read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.spec("CONF-22")
+def test_collection_error_is_reported_not_an_internal_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A test file that fails to import is a collection error of that file: the plugin's
+    status hook must not crash on its ``CollectReport`` (which has no ``user_properties``)."""
+    (tmp_path / "test_bad.py").write_text("import no_such_module_xyz\n")
+    (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    code = pytest.main([str(tmp_path), "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                        "--executor=interpreter.executor:InterpreterExecutor"])
+    out = capsys.readouterr().out
+    assert code == pytest.ExitCode.INTERRUPTED, out[-3000:]
+    assert "ERROR collecting" in out and "no_such_module_xyz" in out, out[-3000:]
+    assert "INTERNALERROR" not in out and "AttributeError" not in out, out[-3000:]

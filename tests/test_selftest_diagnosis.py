@@ -5,46 +5,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any
 
 import pytest
-from hypothesis import settings
 
-from tests.test_selftest import BROKEN, CONF, ROOT, SuiteRun, _Collector
-
-
-class _Meta:
-    """Collects each call report's ``conformance`` metadata and its teststatus word."""
-
-    def __init__(self) -> None:
-        self.meta: dict[str, dict[str, Any]] = {}
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call":
-            for key, value in report.user_properties:
-                if key == "conformance" and isinstance(value, dict):
-                    self.meta[report.nodeid] = value
+from tests.suite_runner import SuiteRun, run_suite
 
 
-def _run_with(tmp_path: Path, executor: str, k: str, meta: _Meta, *extra: str) -> SuiteRun:
-    """``run_suite`` (no minimisation) that also collects the report metadata."""
-    art = tmp_path / "artifacts"
-    args = [str(CONF / "test_ops.py"), "-q", "-p", "no:cacheprovider",
-            f"--executor={BROKEN}:{executor}", f"--conformance-artifacts={art}",
-            "--hypothesis-profile=ci", "-W", "ignore", "-k", k, "--conformance-minimize=0",
-            *extra]
-    run = SuiteRun(0, artifacts=art)
-    profile = settings.get_current_profile_name()
-    cwd = os.getcwd()
-    try:
-        os.chdir(ROOT)
-        run.code = int(pytest.main(args, plugins=[_Collector(run), meta]))
-    finally:
-        os.chdir(cwd)
-        settings.load_profile(profile)
-    return run
+def _run_with(tmp_path: Path, executor: str, k: str, *extra: str) -> SuiteRun:
+    """A ``test_ops.py`` slice without minimisation (``run.meta``: the report metadata)."""
+    return run_suite(tmp_path, executor, ["test_ops.py"], k, "--conformance-minimize=0", *extra)
 
 
 # executor, -k selection, class, rule
@@ -60,13 +30,12 @@ CAUGHT = [
 @pytest.mark.parametrize(("broken", "k", "cls", "rule"), CAUGHT, ids=[c[0] for c in CAUGHT])
 def test_platform_effect_is_caught_and_diagnosed(tmp_path: Path, broken: str, k: str,
                                                  cls: str, rule: str) -> None:
-    meta = _Meta()
-    run = _run_with(tmp_path, broken, k, meta)
+    run = _run_with(tmp_path, broken, k)
     assert run.code == pytest.ExitCode.TESTS_FAILED and run.failed(), run.outcomes
     for nodeid in run.failed():
         assert f"diagnosis:\n  {cls}: " in run.messages[nodeid], run.messages[nodeid]
         assert f"[{rule}]" in run.messages[nodeid]
-        found = meta.meta[nodeid]["diagnosis"]
+        found = run.meta[nodeid]["diagnosis"]
         assert [d["class"] for d in found] == [cls], found
         assert found[0]["rule"] == rule and found[0]["detail"]
 
@@ -77,16 +46,14 @@ def test_declared_ftz_is_a_deviation_and_a_sign_bug_in_the_same_cell_still_fails
     xfails = tmp_path / "expect.toml"
     xfails.write_text('deviations = ["ftz"]\n')
     opt = f"--conformance-xfails={xfails}"
-    meta = _Meta()
-    clean = _run_with(tmp_path / "a", "FlushToZero", "add-float32", meta, opt)
+    clean = _run_with(tmp_path / "a", "FlushToZero", "add-float32", opt)
     assert clean.code == pytest.ExitCode.OK, clean.outcomes
-    deviated = [n for n, m in meta.meta.items() if m.get("outcome") == "deviation"]
-    assert deviated, meta.meta
+    deviated = [n for n, m in clean.meta.items() if m.get("outcome") == "deviation"]
+    assert deviated, clean.meta
     for n in deviated:
-        assert meta.meta[n]["deviations"] == ["ftz"] and meta.meta[n]["deviation_examples"] > 0
+        assert clean.meta[n]["deviations"] == ["ftz"] and clean.meta[n]["deviation_examples"] > 0
 
-    bug_meta = _Meta()
-    bug = _run_with(tmp_path / "b", "FlushToZeroSignBug", "add-float32", bug_meta, opt)
+    bug = _run_with(tmp_path / "b", "FlushToZeroSignBug", "add-float32", opt)
     assert bug.code == pytest.ExitCode.TESTS_FAILED
     assert set(deviated) <= set(bug.failed()), (deviated, bug.outcomes)
     for n in bug.failed():

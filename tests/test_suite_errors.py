@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import subprocess
 import sys
-import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,7 +21,6 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import settings
 
 import conformance.compare as compare_mod
 import conformance.differential as differential
@@ -39,62 +35,18 @@ from interpreter.graph import ops
 from interpreter.graph.core import Graph
 from interpreter.testing import build
 
+from .suite_runner import SuiteRun, run_suite
 from .vendor_executors import CrashesInNestedFunction, OneUlpExp, ScalarBfloat16Off
 
 ROOT = Path(__file__).resolve().parent.parent
-CONF = ROOT / "conformance"
 VENDOR = "tests.vendor_executors"
 
 
 # -- running the suite in-process -------------------------------------------------------------
-@dataclass
-class Run:
-    code: int
-    outcomes: dict[str, str] = field(default_factory=dict)
-    messages: dict[str, str] = field(default_factory=dict)
-    warnings: list[tuple[str, str, str]] = field(default_factory=list)  # category, file, text
-    artifacts: Path = Path()
-
-    def failed(self) -> dict[str, str]:
-        return {k: self.messages[k] for k, v in self.outcomes.items() if v == "failed"}
-
-
-class _Collector:
-    def __init__(self, run: Run) -> None:
-        self.run = run
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" or not report.passed:
-            if report.nodeid in self.run.outcomes and report.when == "teardown":
-                return
-            self.run.outcomes[report.nodeid] = report.outcome
-            self.run.messages[report.nodeid] = report.longreprtext
-
-    def pytest_warning_recorded(self, warning_message: warnings.WarningMessage, when: str,
-                                nodeid: str, location: Any) -> None:
-        self.run.warnings.append((warning_message.category.__name__,
-                                  str(warning_message.filename), str(warning_message.message)))
-
-
 def suite(tmp_path: Path, executor: str, files: list[str], k: str, *extra: str,
-          quiet_warnings: bool = True) -> Run:
+          quiet_warnings: bool = True) -> SuiteRun:
     """Run ``conformance/<files> -k <k>`` in-process on ``executor`` (a module:attr spec)."""
-    art = tmp_path / "artifacts"
-    args = [str(CONF / f) for f in files] + [
-        "-q", "-p", "no:cacheprovider", "-p", "no:xdist", f"--executor={executor}",
-        f"--conformance-artifacts={art}", "--hypothesis-profile=ci", "-k", k, *extra]
-    if quiet_warnings:
-        args += ["-W", "ignore"]
-    run = Run(0, artifacts=art)
-    profile = settings.get_current_profile_name()
-    cwd = os.getcwd()
-    try:
-        os.chdir(ROOT)
-        run.code = int(pytest.main(args, plugins=[_Collector(run)]))
-    finally:
-        os.chdir(cwd)
-        settings.load_profile(profile)
-    return run
+    return run_suite(tmp_path, executor, files, k, *extra, quiet_warnings=quiet_warnings)
 
 
 def repro(script: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -191,7 +143,7 @@ def test_suite_error_outcome_in_the_report(tmp_path: Path,
                 "abs-float32-scalar", f"--conformance-report={report}",
                 f"--conformance-xfails={xfails}")
     assert run.code == pytest.ExitCode.TESTS_FAILED, run.outcomes
-    (text,) = run.failed().values()
+    (text,) = run.failures().values()
     assert text.startswith(SUITE_ERROR) and "please report" in text, text
     assert "injected fault in the suite" in text and "the executor raised" not in text
     data = json.loads(report.read_text())
@@ -294,7 +246,7 @@ def test_executor_crash_shows_its_own_frames(tmp_path: Path) -> None:
     assert SUITE_ERROR not in text
     run = suite(tmp_path, f"{VENDOR}:CrashesInNestedFunction", ["test_ops.py"],
                 "exp-float32-scalar")
-    (msg,) = run.failed().values()
+    (msg,) = run.failures().values()
     assert "the executor raised IndexError" in msg and "lookup_exp_table" in msg, msg
     assert SUITE_ERROR not in msg
     script = min(run.artifacts.rglob("repro.py"), key=lambda p: len(p.parts))
@@ -398,7 +350,7 @@ def test_arrays_round_trip_exactly(tmp_path: Path, dtype: DType) -> None:
 def test_rank0_bfloat16_repro_replays(tmp_path: Path) -> None:
     run = suite(tmp_path, f"{VENDOR}:ScalarBfloat16Off", ["test_ops.py"], "add-bfloat16-scalar")
     assert run.code == pytest.ExitCode.TESTS_FAILED, run.outcomes
-    (msg,) = run.failed().values()
+    (msg,) = run.failures().values()
     assert "add" in msg and "shape []" in msg and SUITE_ERROR not in msg, msg
     script = min(run.artifacts.rglob("repro.py"), key=lambda p: len(p.parts))  # not divergence/
     graph, inputs = load_case(script.parent)

@@ -49,7 +49,8 @@ class ArgSource(Protocol):
     ``values`` kinds: ``"any"`` (special values included: NaN, +-inf, +-0, subnormals, extremes,
     integer min/max), ``"finite"``, ``"positive"`` (finite, > 0), ``"small"`` (finite, |x| <= 4,
     for ops that overflow easily), ``"index:N"`` (ints in [-N, N)), ``"uindex:N"`` (ints in
-    [0, N)), ``"nonzero"`` (no zeros: divisors).
+    [0, N)), ``"nonzero"`` (no zeros: divisors), ``"halfway"`` (``"any"`` with most float
+    elements exact ties x.5 of several magnitudes and both signs: rounding ops).
     """
 
     def dtype(self, allowed: Iterable[DType], data: bool = False) -> DType: ...

@@ -242,7 +242,8 @@ _unary("gelu", _via_f64(_gelu), FLOATS, "Gaussian error linear unit (exact or ta
        infer=_gelu_infer, tolerance=ulp(4), attrs=("approximate",), sample=_sample_gelu)
 _unary("floor", np.floor, FLOATS, "Round toward -inf.")
 _unary("ceil", np.ceil, FLOATS, "Round toward +inf.")
-_unary("round", np.rint, FLOATS, "Round to nearest integer, ties to even.")
+_unary("round", np.rint, FLOATS, "Round to nearest integer, ties to even.",
+       sample=_unary_sampler(("any", "halfway")))
 _unary("trunc", np.trunc, FLOATS, "Round toward zero.")
 _unary("is_nan", np.isnan, FLOATS, "True where x is NaN.", infer=predicate)
 _unary("is_inf", np.isinf, FLOATS, "True where x is +inf or -inf.", infer=predicate)

@@ -15,7 +15,7 @@ from ..dtype import DType
 
 T = TypeVar("T")
 
-__all__ = ["RandomArgSource", "special_values"]
+__all__ = ["HALFWAY_RATE", "RandomArgSource", "halfway_values", "special_values"]
 
 
 def special_values(dtype: DType) -> np.ndarray:
@@ -34,6 +34,20 @@ def special_values(dtype: DType) -> np.ndarray:
     if dtype is not DType.float8_e4m3fn:  # e4m3fn has no infinities
         vals += [float("inf"), float("-inf")]
     return np.array(vals, dtype=np.float64).astype(np_dtype)
+
+
+#: Magnitudes of the exact ties ``halfway_values`` draws from (those a dtype holds exactly).
+_HALFWAY = (0.5, 1.5, 2.5, 3.5, 4.5, 6.5, 10.5, 100.5, 1000.5, 2.0**20 + 0.5, 2.0**40 + 0.5)
+#: Share of the elements of a ``"halfway"`` array that are exact ties.
+HALFWAY_RATE = 0.75
+
+
+def halfway_values(dtype: DType) -> np.ndarray:
+    """Exact ties x.5 (rounding up and down equally far) of several magnitudes, both signs."""
+    np_dtype = dtype.to_numpy()
+    with np.errstate(over="ignore"):
+        vals = [v for v in _HALFWAY if float(np.array(v).astype(np_dtype)) == v]
+    return np.array(vals + [-v for v in vals], dtype=np.float64).astype(np_dtype)
 
 
 class RandomArgSource:
@@ -62,6 +76,12 @@ class RandomArgSource:
         return bool(self.rng.integers(2))
 
     def values(self, dtype: DType, shape: tuple[int, ...], kind: str = "any") -> np.ndarray:
+        if kind == "halfway":  # "any", most elements replaced by exact ties (floats only)
+            out = self.values(dtype, shape, "any")
+            if dtype.is_float() and out.size:
+                mask = self.rng.random(out.shape) < HALFWAY_RATE
+                out[mask] = self.rng.choice(halfway_values(dtype), size=int(mask.sum()))
+            return out
         np_dtype = dtype.to_numpy()
         n = math.prod(shape)
         if kind.startswith(("index:", "uindex:")):
