@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,7 @@ from interpreter.errors import UnsupportedGraphError
 from interpreter.evaluate import fresh_outputs
 from interpreter.executor import validate_inputs
 from interpreter.graph.core import Graph, Value
+from interpreter.graph.key import structural_key
 from interpreter.graph.lowering import lower
 from interpreter.registry import REGISTRY
 
@@ -316,12 +317,12 @@ class CompiledPlan:
 
 
 class CompilingExecutor:
-    """Compiles each graph once (cached per instance by structural hash, LRU of
+    """Compiles each graph once (cached per instance by structural key, LRU of
     ``cache_size`` plans) and runs the compiled plan (COMP-1..COMP-9)."""
 
     def __init__(self, cache_size: int = CACHE_SIZE, block: int = BLOCK) -> None:
         self.cache_size, self.block = cache_size, block
-        self._cache: OrderedDict[str, CompiledPlan] = OrderedDict()
+        self._cache: OrderedDict[Hashable, CompiledPlan] = OrderedDict()
         self._lock = threading.Lock()
         self.compiles = 0  # plans built (cache misses), for tests
 
@@ -350,7 +351,7 @@ class CompilingExecutor:
             raise UnsupportedGraphError(f"CompilingExecutor: graph {graph.name!r} refused: "
                                         f"{why} [COMP-8]")
         lower(graph)
-        key = graph.structural_hash()
+        key = structural_key(graph)
         with self._lock:
             plan = self._cache.get(key)
             if plan is not None:
