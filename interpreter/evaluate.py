@@ -115,7 +115,7 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None 
 
 def fresh_outputs(outputs: Sequence[Any], inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Copy any output that is a view, read-only, an input, or returned twice (EXEC-5)."""
-    taken = {id(a) for a in inputs}
+    taken = set(map(id, inputs))
     fresh: list[np.ndarray] = []
     for a in outputs:
         if (not isinstance(a, np.ndarray) or a.base is not None or not a.flags.writeable

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from ..dtype import DType
+from ..types import BufferType, DeviceRef, TensorType, ValueType
 from .core import Graph, Value
 from .text import format_attr, to_text
 
@@ -54,23 +56,31 @@ def _attr_key(x: Any) -> Hashable:
         return _array_key(x)
     if isinstance(x, np.generic):
         return (cls, x.tobytes())
-    if x is None or cls is bool:
+    if x is None or cls is bool or cls is DType:
         return (cls, x)
-    # DType, DeviceRef, TensorType, BufferType: compared by kind and value; anything else
-    # the text form cannot encode either (format_attr raises its TEXT-4 error)
-    return (cls, format_attr(x))
+    if cls is DeviceRef:
+        return (cls, x.device_type, x.id)
+    if cls is TensorType or cls is BufferType:
+        return _type_key(x)
+    return (cls, format_attr(x))  # what the text form cannot encode raises its TEXT-4 error
+
+
+def _type_key(t: ValueType) -> Hashable:
+    """``t`` by kind, dtype, shape and device, in a tuple hashed without Python code."""
+    d = t.device
+    return (t.__class__, t.dtype, t.shape, d.device_type, d.id)
 
 
 def _compute(graph: Graph) -> tuple[Hashable, ...]:
     index: dict[Value, int] = {}
     for v in graph.inputs:
         index[v] = len(index)
-    parts: list[Hashable] = [tuple(v.type for v in graph.inputs)]
+    parts: list[Hashable] = [tuple([_type_key(v.type) for v in graph.inputs])]
     for node in graph.nodes:
         attrs = node.attrs
         parts.append((node.op, tuple([index[v] for v in node.operands]),
                       tuple([(k, _attr_key(attrs[k])) for k in sorted(attrs)]) if attrs
-                      else (), tuple([v.type for v in node.results])))
+                      else (), tuple([_type_key(v.type) for v in node.results])))
         for v in node.results:
             index[v] = len(index)
     outs = graph.outputs
@@ -80,17 +90,17 @@ def _compute(graph: Graph) -> tuple[Hashable, ...]:
 
 def structural_key(graph: Graph) -> tuple[Hashable, ...]:
     """The structural key of ``graph`` in its current state (cached on the graph)."""
+    ins, nodes, outs = graph.inputs, graph.nodes, graph.outputs
+    sizes = (len(ins), len(nodes), len(outs or ()))
     cached = graph.derived.get("structural_key")
-    state = (graph.inputs, graph.nodes, graph.outputs)
-    sizes = (len(graph.inputs), len(graph.nodes), len(graph.outputs or ()))
-    if cached is not None and cached[1] == sizes and all(
-            a is b for a, b in zip(cached[0], state, strict=True)):
-        key: tuple[Hashable, ...] = cached[2]
+    if (cached is not None and cached[0] is ins and cached[1] is nodes and cached[2] is outs
+            and cached[3] == sizes):
+        key: tuple[Hashable, ...] = cached[4]
         return key
     try:
         key = _compute(graph)
     except KeyError:  # a value used before it is defined: the text form's TEXT-2 error
         to_text(graph)
         raise
-    graph.derived["structural_key"] = (state, sizes, key)
+    graph.derived["structural_key"] = (ins, nodes, outs, sizes, key)
     return key
