@@ -33,14 +33,14 @@ _PACK_DOUBLE = struct.Struct("<d").pack
 
 def _array_key(a: np.ndarray) -> Hashable:
     if a.size > 1 and not any(a.strides):  # a splat (broadcast view): one element
-        data = a.flat[:1].tobytes()
+        data = a[(0,) * a.ndim].tobytes()
         kind = "splat"
     else:
         data = a.tobytes()
         kind = "array"
         if len(data) > _INLINE_BYTES:
             data = hashlib.sha256(data).digest()
-    return (kind, a.dtype.type, a.dtype.str, a.shape, data)
+    return (kind, a.dtype, a.shape, data)  # numpy dtypes compare by kind, size and order
 
 
 def _attr_key(x: Any) -> Hashable:
