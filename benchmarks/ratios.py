@@ -2,12 +2,14 @@
 
 Run: ``python -m benchmarks.ratios [repeats]``. Every row times the front end or the
 interpreter and the same work in plain numpy, best of ``repeats`` timeit runs each of the
-process's CPU time (the least-disturbed figure on a machine shared with other jobs), and
-prints the ratio with its target.
+process's CPU time (the least-disturbed figure on a machine shared with other jobs; a
+figure's runs interleaved with its baseline's, so both see the same load), and prints the
+ratio with its target.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 import timeit
@@ -22,11 +24,21 @@ from interpreter.executor import InterpreterExecutor
 from interpreter.experimental.tensor import Tensor
 
 
-def best(fn: Callable[[], Any], repeats: int, seconds: float = 0.05) -> float:
-    """Best time of one call, in seconds (``repeats`` runs of a loop lasting ~``seconds``)."""
+def _timer(fn: Callable[[], Any], seconds: float) -> tuple[timeit.Timer, int]:
     timer = timeit.Timer(fn, timer=time.process_time)
-    number = max(1, int(seconds / max(timer.timeit(1), 1e-9)))
-    return min(timer.repeat(repeats, number)) / number
+    return timer, max(1, int(seconds / max(timer.timeit(1), 1e-9)))
+
+
+def best(fn: Callable[[], Any], base: Callable[[], Any], repeats: int,
+         seconds: float = 0.05) -> tuple[float, float]:
+    """Best time of one call of ``fn`` and of ``base``, in seconds: ``repeats`` runs of a
+    loop lasting ~``seconds`` each, the two interleaved so that both see the same load."""
+    (tf, nf), (tb, nb) = _timer(fn, seconds), _timer(base, seconds)
+    f = b = math.inf
+    for _ in range(repeats):
+        f = min(f, tf.timeit(nf) / nf)
+        b = min(b, tb.timeit(nb) / nb)
+    return f, b
 
 
 def rows(repeats: int) -> list[tuple[str, float, float, float]]:
@@ -35,15 +47,15 @@ def rows(repeats: int) -> list[tuple[str, float, float, float]]:
     square = Tensor.from_dlpack(np.random.default_rng(0).random((64, 64), np.float32))
     xs, xq = small.to_numpy(), square.to_numpy()
     graph, ex, data = chain_graph(), InterpreterExecutor(), np.arange(16, dtype=np.float32)
+    a = best(lambda: small + small, lambda: xs + xs, repeats)
+    b = best(lambda: chain10(square), lambda: numpy_chain10(xq), repeats)
+    c = best(lambda: stage_many(small), lambda: numpy_many(xs), repeats)
+    i = best(lambda: ex.execute(graph, [data]), lambda: numpy_chain(data), repeats)
     return [
-        ("(a) eager x + x [4]", best(lambda: small + small, repeats),
-         best(lambda: xs + xs, repeats), 25.0),
-        ("(b) eager 10-op chain [64,64]", best(lambda: chain10(square), repeats),
-         best(lambda: numpy_chain10(xq), repeats), 8.0),
-        (f"(c) lazy staging, per op (/{N_STAGED})", best(lambda: stage_many(small), repeats)
-         / N_STAGED, best(lambda: numpy_many(xs), repeats) / N_STAGED, 5.0),
-        ("interpreter 1000-node chain", best(lambda: ex.execute(graph, [data]), repeats),
-         best(lambda: numpy_chain(data), repeats), 1.5),
+        ("(a) eager x + x [4]", *a, 25.0),
+        ("(b) eager 10-op chain [64,64]", *b, 8.0),
+        (f"(c) lazy staging, per op (/{N_STAGED})", c[0] / N_STAGED, c[1] / N_STAGED, 5.0),
+        ("interpreter 1000-node chain", *i, 1.5),
     ]
 
 

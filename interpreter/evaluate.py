@@ -24,6 +24,8 @@ __all__ = ["OnNode", "Plan", "evaluate", "fresh_outputs", "node_note", "plan"]
 
 #: ``on_node(position, node, operand_arrays, result_arrays)``, called after each kernel.
 OnNode = Callable[[int, Node, list[Any], tuple[Any, ...]], None]
+#: One loop step of a :class:`Plan`: node, kernel, operands, attributes, operands dying here.
+Step = tuple[Node, Callable[..., Any], tuple[Value, ...], dict[str, Any], tuple[Value, ...]]
 
 
 def node_note(node: Node, pos: int) -> str:
@@ -34,11 +36,14 @@ def node_note(node: Node, pos: int) -> str:
 
 
 class Plan:
-    """The nodes of one graph state, each with the operands it reads for the last time
-    (``dead``; graph outputs never die), and what an executor's refusal checks: the distinct
-    ops (by name, first use first) and the off-CPU result devices (each with the first op
-    producing a value there). Valid while the graph keeps the same node and output lists of
-    the same lengths (staging appends; lowering and passes replace the lists)."""
+    """The nodes of one graph state as loop steps, and what an executor's refusal checks.
+
+    A step is ``(node, kernel, operands, attrs, dead)``: the node's kernel, operands and
+    attributes read once here rather than per execution, and the operands it reads for the
+    last time (``dead``; graph outputs never die). ``ops`` are the distinct ops (by name,
+    first use first), ``off_cpu`` the off-CPU result devices (each with the first op producing
+    a value there). Valid while the graph keeps the same node and output lists of the same
+    lengths (staging appends; lowering and passes replace the lists)."""
 
     __slots__ = ("nodes", "off_cpu", "ops", "outputs", "size", "steps")
 
@@ -46,14 +51,14 @@ class Plan:
         self.nodes, self.outputs = graph.nodes, graph.outputs  # held: identities stay unique
         self.size = (len(graph.nodes), len(graph.outputs or ()))
         read_later: set[Value] = set(graph.outputs or ())
-        steps: list[tuple[Node, tuple[Value, ...]]] = []
+        steps: list[Step] = []
         for node in reversed(graph.nodes):  # a value dies at the last node reading it
             dead = []
             for v in node.operands:
                 if v not in read_later:
                     read_later.add(v)
                     dead.append(v)
-            steps.append((node, tuple(dead)))
+            steps.append((node, node.op.kernel, node.operands, node.attrs, tuple(dead)))
         steps.reverse()
         self.steps = steps
         self.ops: dict[str, OpDef] = {}
@@ -83,12 +88,15 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None 
 
     A kernel's exception propagates with its type unchanged and a note naming the node."""
     env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
-    read, drop = env.__getitem__, env.pop
+    drop = env.pop
     with np.errstate(all="ignore"):  # IEEE results, never warnings (NUM-5)
-        for pos, (node, dead) in enumerate(plan(graph).steps):
-            args = list(map(read, node.operands))
+        for pos, (node, kernel, operands, attrs, dead) in enumerate(plan(graph).steps):
             try:
-                out = node.op.kernel(*args, **node.attrs)
+                if attrs or len(operands) != 2:
+                    out = kernel(*[env[v] for v in operands], **attrs)
+                else:  # a binary op without attributes, the most common node: no arg list
+                    a, b = operands
+                    out = kernel(env[a], env[b])
             except Exception as e:
                 e.add_note(node_note(node, pos))
                 raise
@@ -97,8 +105,8 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None 
                 env[results[0]] = out  # a one-result kernel returns it (``as_results``)
             else:
                 outs = as_results(out)
-                if on_node is not None:
-                    on_node(pos, node, args, outs)
+                if on_node is not None:  # operands are still in env: they die below
+                    on_node(pos, node, [env[v] for v in operands], outs)
                 env.update(zip(results, outs, strict=True))
             for v in dead:
                 drop(v)
@@ -107,7 +115,7 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None 
 
 def fresh_outputs(outputs: Sequence[Any], inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Copy any output that is a view, read-only, an input, or returned twice (EXEC-5)."""
-    taken = {id(a) for a in inputs}
+    taken = set(map(id, inputs))
     fresh: list[np.ndarray] = []
     for a in outputs:
         if (not isinstance(a, np.ndarray) or a.base is not None or not a.flags.writeable

@@ -39,15 +39,15 @@ def validate_inputs(who: str, graph: Graph, inputs: Sequence[Any]) -> None:
     if len(inputs) != len(graph.inputs):
         raise ExecutorInputError(f"{who}: graph {graph.name!r} expected {len(graph.inputs)} "
                                  f"inputs, got {len(inputs)} [EXEC-7]")
-    for i, (a, v) in enumerate(zip(inputs, graph.inputs, strict=True)):
-        t = v.type
+    for i, v in enumerate(graph.inputs):
+        a, t = inputs[i], v.type
         if not isinstance(a, np.ndarray):
             raise ExecutorInputError(f"{who}: input {i} must be a numpy.ndarray for {t}, got "
                                      f"{type(a).__name__} [EXEC-7]")
         if a.dtype != t.dtype.to_numpy() or a.shape != t.shape:
             raise ExecutorInputError(f"{who}: input {i} is an array of dtype {a.dtype} and "
                                      f"shape {list(a.shape)}; expected {t} [EXEC-7]")
-        if isinstance(t, BufferType) and not a.flags.writeable:
+        if t.__class__ is BufferType and not a.flags.writeable:
             raise ExecutorInputError(f"{who}: input {i} is declared {t} but the array is "
                                      "read-only [EXEC-7]")
 

@@ -54,7 +54,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,7 @@ from interpreter.errors import UnsupportedGraphError
 from interpreter.evaluate import fresh_outputs
 from interpreter.executor import validate_inputs
 from interpreter.graph.core import Graph, Value
+from interpreter.graph.key import structural_key
 from interpreter.graph.lowering import lower
 from interpreter.registry import REGISTRY
 
@@ -373,7 +374,7 @@ class CompiledPlan:
 
 
 class CompilingExecutor:
-    """Compiles each graph once (cached per instance by structural hash, LRU of
+    """Compiles each graph once (cached per instance by structural key, LRU of
     ``cache_size`` plans) and runs the compiled plan (COMP-1..COMP-9)."""
 
     def __init__(self, cache_size: int = CACHE_SIZE, block: int = BLOCK,
@@ -386,7 +387,7 @@ class CompilingExecutor:
                              "int or None (the CPUs this process may use) [COMP-19]")
         self.cache_size, self.block, self.native = cache_size, block, native
         self.threads = threads or compiling_native.usable_cpus()
-        self._cache: OrderedDict[str, CompiledPlan] = OrderedDict()
+        self._cache: OrderedDict[Hashable, CompiledPlan] = OrderedDict()
         self._lock = threading.Lock()
         self.compiles = 0  # plans built (cache misses), for tests
 
@@ -416,7 +417,7 @@ class CompilingExecutor:
             raise UnsupportedGraphError(f"CompilingExecutor: graph {graph.name!r} refused: "
                                         f"{why} [COMP-8]")
         lower(graph)
-        key = graph.structural_hash()
+        key = structural_key(graph)
         with self._lock:
             plan = self._cache.get(key)
             if plan is not None:

@@ -1,16 +1,16 @@
 """The JIT (composite) executor: interpret while compiling in the background (JIT-1..JIT-14).
 
 ``JitExecutor`` keeps, per instance, an LRU cache (``CACHE_SIZE`` entries) of compile
-entries keyed by the graph's structural hash (TEXT-7). The first sight of a structure
-submits one compile of a snapshot of the graph (its text, taken before anything runs and
-parsed by the compiling thread) to a background worker once the interpreter has served
-that first call (so the compile does not slow it down); while it is pending the interpreter
-serves the calls; once it has landed the compiled plan serves every call without touching
-the interpreter. A graph the interpreter refuses waits for its compile (running it on the
-calling thread if the worker has not started it). Failed compiles are sticky. An
-interpreter runtime failure is recovered through the compiled plan, with a ``UserWarning``,
-only when the graph cannot have mutated anything yet (no buffer input, no side-effecting
-op). spec/reference-executors.md.
+entries keyed by the graph's structural key (``interpreter.graph.key``, JIT-2). The first
+sight of a structure submits one compile of a snapshot of the graph (its text, taken before
+anything runs and parsed by the compiling thread) to a background worker once the
+interpreter has served that first call (so the compile does not slow it down); while it is
+pending the interpreter serves the calls; once it has landed the compiled plan serves every
+call without touching the interpreter. A graph the interpreter refuses waits for its
+compile (running it on the calling thread if the worker has not started it). Failed
+compiles are sticky. An interpreter runtime failure is recovered through the compiled plan,
+with a ``UserWarning``, only when the graph cannot have mutated anything yet (no buffer
+input, no side-effecting op). spec/reference-executors.md.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from __future__ import annotations
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from interpreter.errors import UnsupportedGraphError
 from interpreter.executor import InterpreterExecutor, validate_inputs
 from interpreter.graph import Graph
+from interpreter.graph.key import structural_key
 from interpreter.types import BufferType
 
 __all__ = ["CACHE_SIZE", "CompositeExecutor", "JitExecutor", "may_mutate"]
@@ -95,7 +96,7 @@ class JitExecutor:
         self.compiler = compiler
         self.sync_on_interpreter_fallback = sync_on_interpreter_fallback
         self.cache_size = cache_size
-        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._cache: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         #: compiles submitted so far (a structure evicted and seen again counts twice).
@@ -105,8 +106,8 @@ class JitExecutor:
         return (f"JitExecutor(interpreter={self.interpreter!r}, compiler={self.compiler!r}, "
                 f"sync_on_interpreter_fallback={self.sync_on_interpreter_fallback!r})")
 
-    def cached_keys(self) -> list[str]:
-        """The structural hashes held, least recently used first."""
+    def cached_keys(self) -> list[Hashable]:
+        """The structural keys held, least recently used first."""
         with self._lock:
             return list(self._cache)
 
@@ -121,7 +122,7 @@ class JitExecutor:
         """``"absent"``, ``"pending"``, ``"compiled"`` or ``"failed"``: where the compile of
         ``graph``'s structure stands in this executor (JIT-12)."""
         with self._lock:
-            entry = self._cache.get(graph.structural_hash())
+            entry = self._cache.get(structural_key(graph))
         if entry is None:
             return "absent"
         if not entry.done:
@@ -130,7 +131,7 @@ class JitExecutor:
 
     def _entry(self, graph: Graph) -> tuple[_Entry, bool]:
         """The cache entry of ``graph``'s structure, and whether this call created it."""
-        key = graph.structural_hash()
+        key = structural_key(graph)
         with self._lock:
             entry = self._cache.get(key)
             if entry is not None:

@@ -34,14 +34,20 @@ DEFAULT_FLOAT = DType.float32
 DEFAULT_INT = DType.int64
 
 
+#: Python and numpy scalar types staged as weak constants (PROMO-4).
+_SCALARS = (bool, int, float, np.generic)
+_BOOLS = (bool, np.bool_)
+_INTS = (int, np.integer)
+
+
 def is_scalar(x: object) -> bool:
-    return isinstance(x, bool | int | float | np.generic) and not isinstance(x, Value)
+    return isinstance(x, _SCALARS) and not isinstance(x, Value)
 
 
 def default_dtype(value: object) -> DType:
-    if isinstance(value, bool | np.bool_):
+    if isinstance(value, _BOOLS):
         return DType.bool
-    if isinstance(value, int | np.integer):
+    if isinstance(value, _INTS):
         return DEFAULT_INT
     return DEFAULT_FLOAT
 
@@ -50,9 +56,11 @@ def weak_dtype(op: str, value: Any, like: DType | None) -> DType:
     """The dtype a Python scalar takes next to a tensor of dtype ``like`` (PROMO-4)."""
     if like is None:
         return default_dtype(value)
-    if isinstance(value, bool | np.bool_):
+    if like.is_float() and value.__class__ is float:  # the usual case: nothing to check
         return like
-    if like is DType.bool or (like.is_integral() and not isinstance(value, int | np.integer)):
+    if isinstance(value, _BOOLS):
+        return like
+    if like is DType.bool or (like.is_integral() and not isinstance(value, _INTS)):
         raise GraphTypeError(f"{op}: Python scalar {value!r} cannot take the dtype "
                              f"{like.value} of the tensor operand; cast the tensor first "
                              "[PROMO-4]")
@@ -72,7 +80,9 @@ def constant(graph: Graph, value: Any, dtype: DType, device: DeviceRef,
         arr = np.ndarray(shape, arr.dtype, buffer=arr, strides=(0,) * len(shape))
     arr.flags.writeable = False
     (v,) = graph.stage(get_op("constant"), (), {"value": arr, "device": device})
-    if like is not None and v.type == like:
+    t = v.type
+    if (like is not None and t.dtype is like.dtype and t.shape == like.shape
+            and t.device is like.device):  # the weak-constant case (same device object)
         v.type = like  # share the equal type object: later type checks take the fast path
     return v  # type: ignore[return-value]
 
@@ -98,34 +108,34 @@ def stage(name: str, operands: Sequence[Any], attrs: dict[str, Any] | None = Non
 
 def _weak_constants(op: OpDef, operands: Sequence[Any]) -> list[Value]:
     """Replace Python scalars by weak constants (PROMO-4); reject anything else."""
-    graph = graph_of(operands)
     values = [a for a in operands if isinstance(a, Value)]
-    group = op.promote or range(len(operands))
-    tensors = [operands[i] for i in group if isinstance(operands[i], Value)]
+    graph = values[0].graph if values else Graph.current
+    tensors = [operands[i] for i in op.promote or range(len(operands))
+               if isinstance(operands[i], Value)]
     like: DType | None = None
     if len(tensors) == 1:
         like = tensors[0].dtype
     elif tensors:  # an unpromotable mix is reported by staging (PROMO-2) with the types
         like = promote_dtypes([t.dtype for t in tensors]) or tensors[0].dtype
-    device = values[0].device if values else DeviceRef.CPU()
+    like_type = values[0].type if values else None
+    device = like_type.device if like_type is not None else DeviceRef.CPU()
     # splat to the tensors' broadcast shape: the op then needs no broadcast_to (LOWER-1)
     shape: tuple[int, ...] = ()
-    if op.broadcast and values:
-        shape = values[0].shape if len(values) == 1 else (
+    if op.broadcast and like_type is not None:
+        shape = like_type.shape if len(values) == 1 else (
             broadcast_shapes([v.shape for v in values]) or ())
-    like_type = values[0].type if values else None
-    if not isinstance(like_type, TensorType):
+    if like_type.__class__ is not TensorType:
         like_type = None
     converted = []
     for a in operands:
-        if is_scalar(a):
-            if not isinstance(a, bool | int | float):
+        if not isinstance(a, Value):
+            if not isinstance(a, _SCALARS):
+                raise GraphTypeError(f"{op.name}: operand {a!r} is not a graph value or a "
+                                     "Python scalar")
+            if isinstance(a, np.generic):
                 a = a.item()
             wd = default_dtype(a) if like is None else weak_dtype(op.name, a, like)
             a = constant(graph, a, wd, device, shape, like_type)
-        elif not isinstance(a, Value):
-            raise GraphTypeError(f"{op.name}: operand {a!r} is not a graph value or a "
-                                 "Python scalar")
         converted.append(a)
     return converted
 

@@ -1,0 +1,106 @@
+"""The structural key of a graph: a hashable identity of its computation (JIT-2, COMP-9).
+
+``structural_key(graph)`` is a tuple built in one walk over the graph: the input types, per
+node its op (the registry entry itself), operand positions, attributes (each value tagged
+with its kind; floats by their bits, arrays by dtype, shape and bytes or, when large, a
+sha256 digest) and result types, then the output positions. Two graphs with equal keys are
+the same computation; the name and source locations are not part of it. It is what the
+text form's ``structural_hash`` (TEXT-7) identifies, without rendering text, so executors
+can key their caches with it on every call. Cached on the graph (``Graph.derived``) while
+its input, node and output lists stay the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+
+from ..dtype import DType
+from ..types import BufferType, DeviceRef, TensorType, ValueType
+from .core import Graph, Value
+from .text import format_attr, to_text
+
+__all__ = ["structural_key"]
+
+#: Arrays up to this many bytes are keyed by their bytes, larger ones by a sha256 digest.
+_INLINE_BYTES = 256
+_PACK_DOUBLE = struct.Struct("<d").pack
+
+
+def _array_key(a: np.ndarray) -> Hashable:
+    if a.size > 1 and not any(a.strides):  # a splat (broadcast view): one element
+        data = a[(0,) * a.ndim].tobytes()
+        kind = "splat"
+    else:
+        data = a.tobytes()
+        kind = "array"
+        if len(data) > _INLINE_BYTES:
+            data = hashlib.sha256(data).digest()
+    return (kind, a.dtype, a.shape, data)  # numpy dtypes compare by kind, size and order
+
+
+def _attr_key(x: Any) -> Hashable:
+    """``x`` as a hashable value equal only to the key of an identical attribute value."""
+    cls = x.__class__
+    if cls is int or cls is str:
+        return x
+    if cls is float:
+        return (float, _PACK_DOUBLE(x))  # -0.0 and NaN payloads stay distinct
+    if cls is tuple or cls is list:
+        return (cls, tuple(map(_attr_key, x)))
+    if cls is np.ndarray:
+        return _array_key(x)
+    if isinstance(x, np.generic):
+        return (cls, x.tobytes())
+    if x is None or cls is bool or cls is DType:
+        return (cls, x)
+    if cls is DeviceRef:
+        return (cls, x.device_type, x.id)
+    if cls is TensorType or cls is BufferType:
+        return _type_key(x)
+    return (cls, format_attr(x))  # what the text form cannot encode raises its TEXT-4 error
+
+
+def _type_key(t: ValueType) -> Hashable:
+    """``t`` by kind, dtype, shape and device, in a tuple hashed without Python code."""
+    d = t.device
+    return (t.__class__, t.dtype, t.shape, d.device_type, d.id)
+
+
+def _compute(graph: Graph) -> tuple[Hashable, ...]:
+    index: dict[Value, int] = {}
+    for v in graph.inputs:
+        index[v] = len(index)
+    parts: list[Hashable] = [tuple([_type_key(v.type) for v in graph.inputs])]
+    for node in graph.nodes:
+        attrs = node.attrs
+        parts.append((node.op, tuple([index[v] for v in node.operands]),
+                      tuple([(k, _attr_key(attrs[k])) for k in sorted(attrs)]) if attrs
+                      else (), tuple([_type_key(v.type) for v in node.results])))
+        for v in node.results:
+            index[v] = len(index)
+    outs = graph.outputs
+    parts.append(None if outs is None else tuple([index[v] for v in outs]))
+    return tuple(parts)
+
+
+def structural_key(graph: Graph) -> tuple[Hashable, ...]:
+    """The structural key of ``graph`` in its current state (cached on the graph)."""
+    ins, nodes, outs = graph.inputs, graph.nodes, graph.outputs
+    sizes = (len(ins), len(nodes), len(outs or ()))
+    cached = graph.derived.get("structural_key")
+    if (cached is not None and cached[0] is ins and cached[1] is nodes and cached[2] is outs
+            and cached[3] == sizes):
+        key: tuple[Hashable, ...] = cached[4]
+        return key
+    try:
+        key = _compute(graph)
+    except KeyError:  # a value used before it is defined: the text form's TEXT-2 error
+        to_text(graph)
+        raise
+    graph.derived["structural_key"] = (ins, nodes, outs, sizes, key)
+    return key
