@@ -3,6 +3,8 @@
 Layout of ``<DIR>/<test id>/``::
 
     graph.txt      the graph in text form (Graph.to_text; Graph.parse reads it back)
+    graph.device.txt  for an executor on a device (CONF-76): the graph as it was handed
+                   over (graph.txt on ``devices[0]``; repro.py places it the same way)
     inputs.npz     its inputs in graph-input order (in0, in1, ...)
     repro.py       standalone replay: executor vs reference, exits 1 while they disagree
     expected.npz   reference outputs (out<i>) and final buffer contents (buf<i>)
@@ -23,7 +25,7 @@ import json
 import re
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,8 +116,10 @@ class ArtifactDir:
     """The artifact directory of one test (created lazily)."""
 
     def __init__(self, root: Path | str, test_id: str, executor_spec: str,
-                 workdir: Path | str | None = None) -> None:
+                 workdir: Path | str | None = None,
+                 placed: Callable[[Graph], Graph] | None = None) -> None:
         self.root = Path(root)
+        self.placed = placed  # a device executor's placement of a graph (CONF-76)
         self.workdir = str(Path(workdir or Path.cwd()).resolve())
         self.test_id = test_id
         self.spec = executor_spec
@@ -137,6 +141,12 @@ class ArtifactDir:
         except Exception as e:
             text = f"# the text form of this graph is unavailable: {type(e).__name__}: {e}\n"
         (d / "graph.txt").write_text(text)
+        if self.placed is not None:
+            try:
+                placed = self.placed(graph).to_text()
+            except Exception as e:
+                placed = f"# the placed graph is unavailable: {type(e).__name__}: {e}\n"
+            (d / "graph.device.txt").write_text(placed)
         save_arrays(d / "inputs.npz", {f"in{i}": a for i, a in enumerate(inputs)})
         if d not in self._written or note:
             try:

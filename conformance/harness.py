@@ -213,6 +213,9 @@ class Harness:
         except Exception as e:
             self._suite_error(e, where, f"\n(while writing the artifacts of this failure:\n"
                                         f"{verdict.message})")
+        if (where / "graph.device.txt").exists():  # a device executor (CONF-76)
+            extra += (f"\nthe executor was handed the graph on its device: "
+                      f"{where / 'graph.device.txt'}")
         pytest.fail(f"{verdict.message}\nartifacts: {where}\n"
                     f"repro: python {where / 'repro.py'}{extra}", pytrace=False)
 

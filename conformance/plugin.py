@@ -31,7 +31,7 @@ from .calls import (
     suite_error_message,
     watch_calls,
 )
-from .devices import DeviceProtocolError
+from .devices import DeviceProtocolError, OnDevice
 from .executors import REFERENCE_SPEC, ExecutorSpecError, ResolvedExecutor, relevant_env, resolve
 from .outcomes import SUITE_ERROR_OUTCOME, mark_outcome, pop_strict, push_strict
 
@@ -315,8 +315,10 @@ def conformance_artifacts(request: pytest.FixtureRequest) -> Iterator[ArtifactDi
     """This test's artifact directory (written on demand; removed if the test passes)."""
     config = request.config
     root = Path(config.invocation_params.dir) / config.getoption("conformance_artifacts")
+    ex = resolved_executor(config).executor
     art = ArtifactDir(root, request.node.nodeid, executor_spec(config),
-                      config.invocation_params.dir)
+                      config.invocation_params.dir,
+                      placed=ex.placed if isinstance(ex, OnDevice) else None)  # CONF-76
     yield art
     rep = getattr(request.node, "_conformance_call_report", None)
     if rep is not None and (rep.passed or rep.skipped) and not hasattr(rep, "wasxfail"):

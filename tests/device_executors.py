@@ -154,6 +154,18 @@ class RefusesAfterStoreOnDevice(SimulatedGpuExecutor):
         return outs
 
 
+class ScalesExpOnDevice(SimulatedGpuExecutor):
+    """Computes float32 ``exp`` 0.1 % high: a plain value failure, no protocol breach."""
+
+    def run(self, cpu_graph: Graph, hosts: list[np.ndarray]) -> list[np.ndarray]:
+        outs = super().run(cpu_graph, hosts)
+        if any(n.op.name == "exp" for n in cpu_graph.nodes):
+            for o in outs:
+                if o.dtype == np.float32:
+                    o *= np.float32(1.001)
+        return outs
+
+
 class UnavailableGpuExecutor(SimulatedGpuExecutor):
     """An executor that cannot run on this machine (EXEC-13)."""
 

@@ -229,6 +229,32 @@ def test_device_repro_replays_through_to_device(tmp_path: Path) -> None:
     assert_repro_fails(run)
 
 
+@pytest.mark.spec("CONF-76")
+def test_value_failure_names_the_graph_the_device_executor_saw(tmp_path: Path) -> None:
+    """A value failure on the device: the artifacts hold the CPU graph (graph.txt, for the
+    reference and repro.py) and the graph as handed over (graph.device.txt, on gpu:0); the
+    message names the latter, and the repro still reproduces the failure."""
+    run = run_suite(tmp_path, f"{DEV}:ScalesExpOnDevice", ["test_ops.py"], "exp-float32-general")
+    assert run.failed(), sorted(run.outcomes)
+    text = run.text()
+    assert "differ from the reference" in text and "SUITE ERROR" not in text
+    assert "the executor was handed the graph on its device:" in text
+    assert run.artifacts is not None
+    placed = sorted(run.artifacts.rglob("graph.device.txt"))
+    assert placed
+    for p in placed:
+        cpu = (p.parent / "graph.txt").read_text()
+        assert "gpu:0" in p.read_text() and "cpu:0" not in p.read_text()
+        assert "cpu:0" in cpu and p.read_text().replace("gpu:0", "cpu:0") == cpu
+    assert_repro_fails(run)
+    cpu_run = run_suite(tmp_path / "cpu", "SelectSwapsFloatBranches", ["test_ops.py"],
+                        "select-float32-general")  # a CPU executor: no placement, no file
+    assert cpu_run.failed() and cpu_run.artifacts is not None
+    assert list(cpu_run.artifacts.rglob("graph.txt"))
+    assert not list(cpu_run.artifacts.rglob("graph.device.txt"))
+    assert "handed the graph on its device" not in cpu_run.text()
+
+
 @pytest.mark.spec("CONF-70")
 def test_the_device_copy_is_made_once_per_graph() -> None:
     spy = _Spy()
