@@ -348,7 +348,9 @@ def build(source: str, nargs: int) -> Callable[..., Any] | None:
 #: hand-off (~20-50 us) costs more than a second core saves.
 PARALLEL_MIN = 1 << 20
 _CHUNK_ALIGN = 1024  # chunk boundaries stay multiples of every vector width
-_pool: list[tuple[int, ThreadPoolExecutor]] = []  # [(workers, pool)] once created
+#: [(process id, workers, pool)] once created; a forked child makes its own (the parent's
+#: threads do not exist there, so work submitted to the parent's pool would never run).
+_pool: list[tuple[int, int, ThreadPoolExecutor]] = []
 
 
 def usable_cpus() -> int:
@@ -366,9 +368,10 @@ def run_parallel(kernel: Callable[..., Any], size: int, threads: int, *pointers:
     step = -(-size // threads // _CHUNK_ALIGN) * _CHUNK_ALIGN
     bounds = [(lo, min(lo + step, size)) for lo in range(0, size, step)]
     with _lock:
-        if not _pool or _pool[0][0] < threads - 1:
-            _pool[:] = [(threads - 1, ThreadPoolExecutor(threads - 1, "ec-native"))]
-        pool = _pool[0][1]
+        if not _pool or _pool[0][0] != os.getpid() or _pool[0][1] < threads - 1:
+            _pool[:] = [(os.getpid(), threads - 1,
+                         ThreadPoolExecutor(threads - 1, "ec-native"))]
+        pool = _pool[0][2]
     futures = [pool.submit(kernel, lo, hi, *pointers) for lo, hi in bounds[1:]]
     kernel(*bounds[0], *pointers)
     for f in futures:

@@ -316,3 +316,27 @@ def test_large_native_calls_split_across_threads_give_the_same_bytes() -> None:
     for bad in (0, -1, 1.5, "2"):
         with pytest.raises(ValueError, match=r"threads=.*\[COMP-19\]"):
             CompilingExecutor(threads=bad)  # type: ignore[arg-type]
+
+
+@needs_cc
+@pytest.mark.spec("COMP-19")
+def test_split_calls_work_in_a_forked_child() -> None:
+    """A child forked after the thread pool exists gets its own pool (the parent's threads
+    are not in the child: submitting there would wait forever)."""
+    import multiprocessing
+
+    n = compiling_native.PARALLEL_MIN
+    ins = [np.full(n, 0.5, np.float32), np.full(n, 0.25, np.float32)]
+    plan = CompilingExecutor(threads=2).compile(chain16(n))
+    expected = plan.run(ins)[0]  # the parent's pool now exists
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=lambda: queue.put(plan.run(ins)[0].tobytes()))
+    child.start()  # fork: the target is not pickled
+    try:
+        got = queue.get(timeout=60)
+    finally:
+        child.join(10)
+        if child.is_alive():
+            child.kill()
+    assert got == expected.tobytes()
