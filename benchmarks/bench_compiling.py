@@ -20,12 +20,12 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
+from benchmarks.timing import best_of
 from interpreter.executor import InterpreterExecutor
 from reference_executors import compiling_native
 from reference_executors.compiling import NATIVE_MIN, CompilingExecutor
@@ -41,15 +41,6 @@ def _n(benchmark: Any) -> int:
 def _inputs(n: int) -> list[np.ndarray]:
     rng = np.random.default_rng(0)
     return [rng.standard_normal(n, dtype=np.float32) for _ in range(2)]
-
-
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    best = math.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 @pytest.mark.benchmark(group="chain16")
@@ -143,9 +134,9 @@ def _native_compile_once(n_ops: int) -> float:
 
 def _mlp_line(approximate: str, interp: Any, comp: Any, rep: int) -> str:
     m_ins, mg = mlp_inputs(), mlp(approximate=approximate)
-    t_np = _best(lambda: _numpy_mlp(m_ins, approximate), rep)
-    t_mi = _best(lambda: interp.execute(mg, m_ins), rep)
-    t_mc = _best(lambda: comp.execute(mg, m_ins), rep)
+    t_np = best_of(lambda: _numpy_mlp(m_ins, approximate), rep)
+    t_mi = best_of(lambda: interp.execute(mg, m_ins), rep)
+    t_mc = best_of(lambda: comp.execute(mg, m_ins), rep)
     return (f"mlp gelu={approximate}: numpy={t_np * 1e3:.2f} ms interpreter={t_mi * 1e3:.2f} "
             f"ms compiled={t_mc * 1e3:.2f} ms (numpy/compiled {t_np / t_mc:.2f}x)")
 
@@ -154,11 +145,11 @@ def _ratios(n: int, rep: int) -> list[str]:
     g, ins, interp = chain16(n), _inputs(n), InterpreterExecutor()
     comp, numpy_tier = CompilingExecutor(), CompilingExecutor(native=False)
     plan, plan_np = comp.compile(g), numpy_tier.compile(chain16(n))
-    t_interp = _best(lambda: interp.execute(g, ins), rep)
-    t_comp = _best(lambda: comp.execute(g, ins), rep * 3)
-    t_np = _best(lambda: numpy_tier.execute(g, ins), rep)
+    t_interp = best_of(lambda: interp.execute(g, ins), rep)
+    t_comp = best_of(lambda: comp.execute(g, ins), rep * 3)
+    t_np = best_of(lambda: numpy_tier.execute(g, ins), rep)
     dst = np.empty_like(ins[0])
-    t_copy = _best(lambda: np.copyto(dst, ins[0]), rep * 3)
+    t_copy = best_of(lambda: np.copyto(dst, ins[0]), rep * 3)
     # bytes moved: the chain reads two float32 inputs and writes one output (12 B/element);
     # copyto reads and writes one array (8 B/element); bandwidth = bytes / time
     bw_chain, bw_copy = 12 * n / t_comp, 8 * n / t_copy
@@ -170,7 +161,7 @@ def _ratios(n: int, rep: int) -> list[str]:
              f"{bw_chain / 1e9:.2f} GB/s = {100 * bw_chain / bw_copy:.0f}% of copyto's "
              f"{bw_copy / 1e9:.2f} GB/s (12 n / t_compiled over 8 n / t_copyto)"]
     for k in (10, 100, 1000):
-        t = min(_best(lambda k=k: CompilingExecutor().compile(chain_n(k)), 1)
+        t = min(best_of(lambda k=k: CompilingExecutor().compile(chain_n(k)), 1)
                 for _ in range(rep))
         lines.append(f"compile latency {k:4d} ops (numpy tier): {t * 1e3:.2f} ms")
     if compiling_native.compiler() is not None and n >= NATIVE_MIN:

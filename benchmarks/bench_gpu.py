@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
+from benchmarks.timing import best_of
 from interpreter.dtype import DType
 from interpreter.errors import ExecutorUnavailableError
 from interpreter.graph import DeviceRef, Graph, TensorType, ops
@@ -52,16 +52,6 @@ def _sync(fn: Callable[[], Any]) -> Callable[[], Any]:
         return out
 
     return run
-
-
-def _best(fn: Callable[[], Any], repeat: int) -> float:
-    fn()  # warm up: compile kernels, fill the memory pool
-    best = math.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def _chain(n: int) -> tuple[Graph, list[Any]]:
@@ -119,18 +109,18 @@ def test_gpu_ratios(benchmark: Any, capsys: pytest.CaptureFixture[str]) -> None:
     n, rep = _n(benchmark), 3 if benchmark.disabled else 10
     g, ins = _chain(n)
     plan = EX.compile(g)
-    t_chain = _best(_sync(lambda: EX.execute(g, ins)), rep)
+    t_chain = best_of(_sync(lambda: EX.execute(g, ins)), rep, warm_up=True)
     dst = cp.empty_like(ins[0])
-    t_copy = _best(_sync(lambda: dst.__setitem__(Ellipsis, ins[0])), rep)
+    t_copy = best_of(_sync(lambda: dst.__setitem__(Ellipsis, ins[0])), rep, warm_up=True)
     # the chain reads two inputs and writes one output (12 B/element); the copy reads and
     # writes one array (8 B/element): compare bandwidths
     ratio = (12 * n / t_chain) / (8 * n / t_copy)
     g1, ins1 = _single_op()
-    t_one = _best(_sync(lambda: EX.execute(g1, ins1)), rep * 10)
+    t_one = best_of(_sync(lambda: EX.execute(g1, ins1)), rep * 10, warm_up=True)
     m_ins = [cp.asarray(a) for a in mlp_inputs()]
     mg = on_device(mlp(), GPU0)
-    t_mlp = _best(_sync(lambda: EX.execute(mg, m_ins)), rep)
-    t_hand = _best(_sync(lambda: _hand_mlp(m_ins)), rep)
+    t_mlp = best_of(_sync(lambda: EX.execute(mg, m_ins)), rep, warm_up=True)
+    t_hand = best_of(_sync(lambda: _hand_mlp(m_ins)), rep, warm_up=True)
     result = {"n": n, "kernels": plan.kernel_count, "chain16_ms": t_chain * 1e3,
               "copy_ms": t_copy * 1e3, "chain16_bandwidth_vs_copy": ratio,
               "single_op_us": t_one * 1e6, "mlp_ms": t_mlp * 1e3, "mlp_hand_ms": t_hand * 1e3,
