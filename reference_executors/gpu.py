@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ import numpy as np
 from interpreter.dtype import DType
 from interpreter.errors import ExecutorInputError, ExecutorUnavailableError, UnsupportedGraphError
 from interpreter.graph.core import Graph, Node, Value
+from interpreter.graph.key import structural_key
 from interpreter.graph.lowering import lower
 from interpreter.registry import REGISTRY
 from interpreter.registry.random import largest_below
@@ -183,7 +184,7 @@ class CupyExecutor:
     def __init__(self, cache_size: int = CACHE_SIZE) -> None:
         self._cp, self._count = import_cupy()
         self.cache_size = cache_size
-        self._plans: OrderedDict[str, GpuPlan] = OrderedDict()
+        self._plans: OrderedDict[Hashable, GpuPlan] = OrderedDict()
         self._kernels: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.compiles = 0  # plans built (cache misses), for tests
@@ -225,7 +226,7 @@ class CupyExecutor:
         if why is not None:
             raise UnsupportedGraphError(f"CupyExecutor: graph {graph.name!r} refused: {why} "
                                         "[GPU-3]")
-        key = graph.structural_hash()
+        key = structural_key(graph)
         with self._lock:
             plan = self._plans.get(key)
             if plan is not None:
