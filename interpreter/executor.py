@@ -39,6 +39,16 @@ def validate_inputs(who: str, graph: Graph, inputs: Sequence[Any]) -> None:
     if len(inputs) != len(graph.inputs):
         raise ExecutorInputError(f"{who}: graph {graph.name!r} expected {len(graph.inputs)} "
                                  f"inputs, got {len(inputs)} [EXEC-7]")
+    for a, v in zip(inputs, graph.inputs, strict=True):  # lengths checked above
+        t = v.type
+        if (a.__class__ is not np.ndarray or a.shape != t.shape
+                or a.dtype != t.dtype.to_numpy()
+                or (t.__class__ is BufferType and not a.flags.writeable)):
+            _input_error(who, graph, inputs)
+
+
+def _input_error(who: str, graph: Graph, inputs: Sequence[Any]) -> None:
+    """Raise the EXEC-7 error for the first input ``validate_inputs`` rejects."""
     for i, v in enumerate(graph.inputs):
         a, t = inputs[i], v.type
         if not isinstance(a, np.ndarray):

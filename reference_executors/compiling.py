@@ -218,11 +218,15 @@ class _Gen:
         elif flat:
             n = size
             rows = min(self.block, n)
-            scratch_shape = f"({rows},)"
+            scratch_shape = f"({rows},)" if rows < n else repr(shape)
         else:
             n = shape[0]
             rows = min(n, max(1, self.block // (size // n)))
             scratch_shape = repr((rows, *shape[1:]))
+        # one block covering the flat whole: whole arrays, no loop, views or slices
+        whole = flat and rows >= n
+        flat = flat and not whole
+        at, store = ("", "[...]") if whole else ("[s]", "[s]")
         # externals and full-size output views
         ext: dict[Value, str] = {}
         for p in g.members:
@@ -233,7 +237,8 @@ class _Gen:
                 ext[v] = f"x{self.plan.ids[v]}"
                 tail = ".reshape(-1)" if flat else ""
                 emit(f"    {ext[v]} = asarray({self.name(v)}){tail}")
-            if node.op.name == "broadcast_to" and node.operands[0] not in g.values and not flat:
+            if (node.op.name == "broadcast_to" and node.operands[0] not in g.values
+                    and not flat and not whole):
                 r = node.results[0]
                 emit(f"    b{self.plan.ids[r]} = broadcast_to({ext[node.operands[0]]}, "
                      f"{shape!r})")
@@ -251,7 +256,7 @@ class _Gen:
         holding: dict[str, Value] = {}  # scratch name -> the value it holds
         free: list[tuple[str, Any]] = []
         nscratch = 0
-        sl = "[:m]" if shape else ""
+        sl = "[:m]" if shape and not whole else ""
         for idx, p in enumerate(g.members):
             node = nodes[p]
             r, rid = node.results[0], self.plan.ids[node.results[0]]
@@ -259,21 +264,21 @@ class _Gen:
                 if ends.get(v, -1) < idx:
                     del holding[name]
                     free.append((name, v.type.dtype))
-            args = [f"t{self.plan.ids[v]}" if v in g.values else f"{ext[v]}[s]"
+            args = [f"t{self.plan.ids[v]}" if v in g.values else f"{ext[v]}{at}"
                     for v in node.operands]
             if node.op.name == "broadcast_to":
                 src = node.operands[0]
                 if src in g.values:
                     expr = args[0]
                 else:
-                    expr = f"x{self.plan.ids[src]}[s]" if flat else f"b{rid}[s]"
+                    expr = f"x{self.plan.ids[src]}{at}" if flat or whole else f"b{rid}[s]"
                 body.append(f"t{rid} = {expr}")
                 if r in outputs:
-                    body.append(f"o{rid}[s] = t{rid}")
+                    body.append(f"o{rid}{store} = t{rid}")
                 continue
             if _out_style(node.op.name, node.op.kernel):
                 if r in outputs:
-                    target = f"o{rid}[s]"
+                    target = f"o{rid}{at}"
                 else:
                     got = next((f for f in free if f[1] == r.type.dtype), None)
                     if got is None:
@@ -295,8 +300,10 @@ class _Gen:
             self.ns[f"k{p}"], self.ns[f"a{p}"] = node.op.kernel, dict(node.attrs)
             body.append(f"t{rid} = k{p}({''.join(a + ', ' for a in args)}**a{p})")
             if r in outputs:
-                body.append(f"o{rid}[s] = t{rid}")
-        if shape:
+                body.append(f"o{rid}{store} = t{rid}")
+        if whole:
+            self.lines.extend(f"    {b}" for b in body)
+        elif shape:
             emit(f"    for i in range(0, {n}, {rows}):")
             emit(f"        s = slice(i, i + {rows})")
             emit(f"        m = min({rows}, {n} - i)")
@@ -364,6 +371,10 @@ class CompiledPlan:
     def run(self, inputs: Sequence[Any]) -> list[np.ndarray]:
         """Validate ``inputs`` (EXEC-7), run, return fresh outputs (EXEC-5)."""
         validate_inputs("CompilingExecutor", self.graph, inputs)
+        return self.run_validated(inputs)
+
+    def run_validated(self, inputs: Sequence[Any]) -> list[np.ndarray]:
+        """``run`` for inputs a caller has validated against this plan's graph already."""
         with np.errstate(all="ignore"):  # IEEE results, never warnings (NUM-5)
             try:
                 outs = self._fn(list(inputs))

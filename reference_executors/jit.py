@@ -50,6 +50,8 @@ class _Entry:
         self._lock = threading.Lock()
         self.done = False
         self.plan: Any = None
+        #: the plan's ``run`` for validated inputs (``run_validated`` where it has one)
+        self.run: Any = None
         self.error: BaseException | None = None
         self.evicted = False  # the worker skips it; a caller that holds it still compiles
 
@@ -61,6 +63,7 @@ class _Entry:
                 if not self.done:
                     try:
                         self.plan = compiler.compile(Graph.parse(self._text or ""))
+                        self.run = getattr(self.plan, "run_validated", self.plan.run)
                     except Exception as e:  # sticky: kept and re-raised, never recompiled
                         self.error = e
                     self._text = None
@@ -75,7 +78,8 @@ class JitExecutor:
 
     ``interpreter`` (default ``InterpreterExecutor(max_ops=MAX_INTERPRETER_MAX_OPS)``),
     ``compiler`` (default ``CompilingExecutor()``; anything with ``compile(graph)`` returning
-    an object with ``run(inputs)``), ``sync_on_interpreter_fallback``: whether a refused or
+    an object with ``run(inputs)``, and optionally ``run_validated(inputs)``, called for
+    inputs this executor has validated), ``sync_on_interpreter_fallback``: whether a refused or
     failing interpreter call waits for the compiled plan (else the interpreter's error
     propagates), ``cache_size``: compile entries kept (LRU).
     """
@@ -156,8 +160,8 @@ class JitExecutor:
                                         "has no outputs (call graph.output(...)) [EXEC-2]")
         validate_inputs("JitExecutor", graph, inputs)
         entry, new = self._entry(graph)
-        if entry.done and entry.error is None:
-            result: Sequence[Any] = entry.plan.run(inputs)
+        if entry.done and entry.error is None:  # inputs validated above
+            result: Sequence[Any] = entry.run(inputs)
             return result
         try:
             return self._interpret(graph, inputs, entry)

@@ -28,6 +28,7 @@ from ..graph.ops.indexing import result_shape, slice_triples
 from ..types import DeviceRef
 from .context import CURRENT, realization_context
 from .distributed import collective, distribute, gather_to
+from .eager_memo import memoizable
 from .mesh import DeviceMapping, DeviceMesh
 from .realization_context import LazyRealizationContext, implicit_context
 from .staging import buffer_in, call, value_in
@@ -507,3 +508,8 @@ def install_tensor_methods() -> None:
 
 
 install_tensor_methods()
+
+# Graph builders depend only on their arguments: an eager call outside any context may
+# replay the graph its signature staged before (REAL-49).
+for _builder in (_constant, _full, _arange, *(getattr(ops, name) for name in ops.__all__)):
+    memoizable(_builder)

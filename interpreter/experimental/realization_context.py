@@ -37,6 +37,8 @@ __all__ = [
     "EagerRealizationContext",
     "GraphRealizationContext",
     "LazyRealizationContext",
+    "check_results",
+    "default_factory",
     "default_realization_context",
     "ensure_context",
     "seed",
@@ -252,6 +254,22 @@ class EagerRealizationContext(_Staging):
         lower(g)
         return outputs, g
 
+    def tracked(self) -> list[Tensor]:
+        """The live tensors created here that this context still computes, oldest first."""
+        alive = []
+        for ref in self.unrealized:
+            t = ref()
+            if t is not None and t.state is not None and t.state.ctx is self:
+                alive.append(t)
+        return alive
+
+    def replayable(self) -> bool:
+        """Whether executing this context's graph again on the same sources would do what
+        staging it again does: it drew no random numbers (REAL-31), mutates no source
+        (REAL-6) and uses no signal buffers (REAL-40). For the eager-op memo (REAL-49)."""
+        return (self._seed_count == 0 and self.signal_buffers is None
+                and not any(v.__class__ is BufferValue for v in self.graph.inputs))
+
     async def realize_all(self) -> list[Tensor]:
         """Finalize, execute once, validate, then realize every tracked tensor (REAL-9)."""
         return self.realize_sync()
@@ -267,11 +285,11 @@ class EagerRealizationContext(_Staging):
         if self._seed_count:
             with _SEED_LOCK:
                 results = ex.execute(graph, inputs)
-                _check_results(ex, graph, results)
+                check_results(ex, graph, results)
                 _SEED_STORAGE[0] = results[0][0]  # written back only after success
         else:
             results = ex.execute(graph, inputs)
-            _check_results(ex, graph, results)
+            check_results(ex, graph, results)
         i = 1
         for t in outputs[1:]:
             st = t.state
@@ -321,7 +339,7 @@ def _snapshot_for_readers(tensor: Tensor, writer: EagerRealizationContext) -> No
             del ctx.source_values[id(tensor)]
 
 
-def _check_results(ex: Any, graph: Graph, results: Any) -> None:
+def check_results(ex: Any, graph: Graph, results: Any) -> None:
     """Count, kind, dtype and shape of every returned buffer (REAL-35)."""
     outs = graph.outputs or []
     name = type(ex).__name__
@@ -424,6 +442,11 @@ def _signal_arrays(gpus: tuple[int, ...]) -> list[np.ndarray]:
 
 # -- implicit contexts --------------------------------------------------------------------------
 _factory: Any = EagerRealizationContext
+
+
+def default_factory() -> Any:
+    """The installed zero-argument context factory (initially ``EagerRealizationContext``)."""
+    return _factory
 
 
 def default_realization_context() -> Any:

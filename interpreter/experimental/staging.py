@@ -13,6 +13,7 @@ from typing import Any
 from ..errors import RealizationError
 from ..graph import ops
 from ..graph.core import CURRENT_GRAPH, BufferValue, TensorValue, Value
+from . import eager_memo
 from .context import CURRENT, RealizationState, realize_context
 from .realization_context import implicit_context
 from .tensor import Tensor
@@ -118,19 +119,27 @@ def stage_in(ctx: Any, fn: Callable[..., Any], args: Sequence[Any],
 
 def call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None = None
          ) -> Any:
-    """Stage ``fn`` in the current context, or in an implicit one realized on return."""
+    """Stage ``fn`` in the current context, or in an implicit one realized on return: for
+    a ``memoizable`` graph builder, the graph kept by the eager-op memo when the call's
+    signature was seen before (REAL-49)."""
     ctx = CURRENT.get(None)
     if ctx is not None:
         return stage_in(ctx, fn, args, kwargs)
+    sig = eager_memo.signature(fn, args, kwargs)
+    if sig is not None and sig.memo is not None:
+        return eager_memo.replay(sig)
     ctx = implicit_context()
     ctx.__enter__()
     token = CURRENT.set(ctx)
     try:
         out = stage_in(ctx, fn, args, kwargs)
+        tracked = ctx.tracked() if sig is not None else []
     except BaseException as e:
         CURRENT.reset(token)
         ctx.__exit__(type(e), e, e.__traceback__)
         raise
     CURRENT.reset(token)
     ctx.__exit__(None, None, None)
+    if sig is not None:
+        eager_memo.remember(sig, ctx, out, tracked)
     return out

@@ -21,15 +21,17 @@ from .normalize import normalized_types
 if TYPE_CHECKING:
     from ..dtype import DType
 
-__all__ = ["CURRENT_GRAPH", "BufferValue", "Graph", "Node", "TensorValue", "Value"]
+__all__ = ["CURRENT_GRAPH", "BufferValue", "Graph", "Node", "TensorValue", "Value",
+           "user_location"]
 
 #: The graph being built by the innermost ``with Graph(...)`` of this thread/task.
 CURRENT_GRAPH: ContextVar[Graph | None] = ContextVar("current_graph", default=None)
 _INTERNAL_CODE: dict[CodeType, bool] = {}  # code object -> defined inside this package?
 
 
-def _user_location() -> tuple[str, int] | None:
-    """file:line of the first stack frame outside this package (recorded per staged op)."""
+def user_location() -> tuple[str, int] | None:
+    """file:line of the first stack frame outside this package (recorded per staged op);
+    the search starts at the caller's caller."""
     f: FrameType | None = sys._getframe(2)
     internal = _INTERNAL_CODE.get
     while f is not None:
@@ -231,7 +233,7 @@ class Graph(metaclass=_GraphMeta):
             self.needs_lowering = True
         results = tuple([TensorValue(self, t) if t.__class__ is TensorType
                          else Value.of(self, t) for t in result_types])
-        self.nodes.append(Node(op, tuple(operands), attrs, results, _user_location()))
+        self.nodes.append(Node(op, tuple(operands), attrs, results, user_location()))
         return results
 
     def output(self, *values: Value) -> None:

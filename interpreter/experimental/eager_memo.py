@@ -1,0 +1,190 @@
+"""The eager-op memo (REAL-49): an implicit eager context's graph, kept for the next call.
+
+An op called outside any context runs in an implicit eager context: a one-op graph is
+staged, finalized and executed (REAL-17). Staging and finalizing depend only on the op, its
+call site and its arguments' *signature* (tensor types and which arguments are the same
+tensor; the values of Python scalars and other plain arguments), so the memo keeps the
+finalized graph per signature and the next call with the same signature hands that same
+graph to the default executor with the new tensors' arrays. Kept only when replaying is the
+same as staging again: no random numbers drawn, nothing mutated, no signal buffers, every
+graph input the seed or an argument, every tracked tensor a returned one.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..dtype import DType
+from ..graph.core import CURRENT_GRAPH, Graph, user_location
+from ..selection import default_executor
+from ..types import DeviceRef, TensorType
+from .realization_context import (
+    EagerRealizationContext,
+    check_results,
+    default_factory,
+    seed,
+)
+from .tensor import Tensor
+
+__all__ = ["MEMO_SIZE", "Signature", "clear", "memo_size", "memoizable", "remember", "replay",
+           "signature"]
+
+#: Signatures kept (the oldest is dropped first).
+MEMO_SIZE = 512
+_PACK_DOUBLE = struct.Struct("<d").pack
+_PLAIN = (int, bool, str, type(None), DType, DeviceRef)
+
+
+class _Memo:
+    """A finalized graph; per graph input the distinct tensor argument feeding it (-1: the
+    seed); per result its tensor type; the returned container (None: one tensor)."""
+
+    __slots__ = ("container", "graph", "inputs", "types")
+
+    def __init__(self, graph: Graph, inputs: tuple[int, ...], types: tuple[TensorType, ...],
+                 container: type | None) -> None:
+        self.graph, self.inputs, self.types, self.container = graph, inputs, types, container
+
+
+_MEMO: dict[Hashable, _Memo] = {}
+_PURE: set[Callable[..., Any]] = set()
+_LOCK = threading.Lock()
+
+
+def _plain_key(a: Any) -> Hashable | None:
+    """A non-tensor argument as a key equal only for an identical argument, else None."""
+    cls = a.__class__
+    if cls is float:
+        return (float, _PACK_DOUBLE(a))  # -0.0 and NaN payloads stay distinct
+    if cls in _PLAIN:
+        return (cls, a)
+    if cls is tuple or cls is list:
+        keys = tuple(_plain_key(x) for x in a)
+        return None if None in keys else (cls, keys)
+    if cls is slice:
+        keys = (_plain_key(a.start), _plain_key(a.stop), _plain_key(a.step))
+        return None if None in keys else (slice, keys)
+    if a is Ellipsis:
+        return (cls,)
+    if isinstance(a, np.generic):
+        return (cls, a.dtype, a.tobytes())
+    return None  # arrays, tensors in containers, objects: staged every time
+
+
+class Signature:
+    """A memoizable call: its key, its distinct tensor arguments, the graph kept for the key
+    (None: not yet)."""
+
+    __slots__ = ("key", "memo", "tensors")
+
+    def __init__(self, key: Hashable, tensors: list[Tensor], memo: _Memo | None) -> None:
+        self.key, self.tensors, self.memo = key, tensors, memo
+
+
+def memoizable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Declare ``fn`` a graph builder whose staging depends only on its arguments."""
+    _PURE.add(fn)
+    return fn
+
+
+def signature(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None
+              ) -> Signature | None:
+    """The memo signature of ``fn(*args, **kwargs)`` called from this call site outside any
+    context; None when the call cannot be memoized: ``fn`` not declared ``memoizable``, an
+    implicit context that is not the default factory's eager one, an unrealized or
+    distributed tensor argument, a tensor keyword, an argument without an exact key."""
+    if (fn not in _PURE or default_factory() is not EagerRealizationContext
+            or CURRENT_GRAPH.get() is not None):
+        return None
+    parts: list[Hashable] = [fn, user_location()]
+    tensors: list[Tensor] = []
+    for a in args:
+        if a.__class__ is Tensor:
+            if a.state is not None or a.is_distributed:
+                return None
+            for i, t in enumerate(tensors):
+                if t is a:
+                    parts.append(i)
+                    break
+            else:
+                tensors.append(a)
+                ty = a.global_type
+                d = ty.device
+                parts.append((ty.dtype, ty.shape, d.device_type, d.id))
+        else:
+            k = _plain_key(a)
+            if k is None:
+                return None
+            parts.append(k)
+    if kwargs:
+        for name in sorted(kwargs):
+            k = _plain_key(kwargs[name])
+            if k is None:
+                return None
+            parts.append((name, k))
+    key = tuple(parts)
+    return Signature(key, tensors, _MEMO.get(key))
+
+
+def replay(sig: Signature) -> Any:
+    """Run the kept graph of ``sig`` on its tensors with the default executor (REAL-49):
+    what staging the call again in an implicit eager context would do."""
+    m = sig.memo
+    assert m is not None
+    ex = default_executor()
+    seed_array = seed().storages[0]  # type: ignore[index]
+    tensors = sig.tensors
+    inputs = [seed_array if i < 0 else tensors[i].storages[0]  # type: ignore[index]
+              for i in m.inputs]
+    results = ex.execute(m.graph, inputs)
+    check_results(ex, m.graph, results)
+    outs = [Tensor.from_storage(r, t) for r, t in zip(results[1:], m.types, strict=True)]
+    if m.container is None:
+        return outs[0]
+    return m.container(outs)
+
+
+def remember(sig: Signature, ctx: EagerRealizationContext, out: Any,
+             tracked: list[Tensor]) -> None:
+    """Keep the graph ``ctx`` just realized for ``sig`` when replaying it is the same as
+    staging again: nothing random, mutated or signalled (``ctx.replayable()``), the tracked
+    tensors exactly the returned ones, every graph input the seed or an argument."""
+    if not ctx.replayable():
+        return
+    returned = [out] if out.__class__ is Tensor else out
+    if not isinstance(returned, list | tuple) or len(returned) != len(tracked) or any(
+            a is not b for a, b in zip(returned, tracked, strict=True)):
+        return
+    g, the_seed = ctx.graph, seed()
+    inputs = []
+    for v in g.inputs:
+        src = ctx.sources.get(v)
+        if src is the_seed:
+            inputs.append(-1)
+            continue
+        pos = next((i for i, t in enumerate(sig.tensors) if t is src), None)
+        if pos is None:
+            return
+        inputs.append(pos)
+    m = _Memo(g, tuple(inputs), tuple(t.global_type for t in tracked),
+              None if out.__class__ is Tensor else type(out))
+    with _LOCK:
+        while len(_MEMO) >= MEMO_SIZE:
+            del _MEMO[next(iter(_MEMO))]
+        _MEMO[sig.key] = m
+
+
+def clear() -> None:
+    """Forget every kept graph."""
+    with _LOCK:
+        _MEMO.clear()
+
+
+def memo_size() -> int:
+    """The number of signatures kept."""
+    return len(_MEMO)
