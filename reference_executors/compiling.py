@@ -187,6 +187,10 @@ class _Gen:
 
     def node(self, pos: int) -> None:
         node = self.plan.graph.nodes[pos]
+        if node.op.name == "constant":  # evaluated once, here: a read-only array (COMP-20)
+            self.ns[f"c{pos}"] = node.op.kernel(**node.attrs)
+            self.lines.append(f"    {self.name(node.results[0])} = c{pos}")
+            return
         self.ns[f"k{pos}"], self.ns[f"a{pos}"] = node.op.kernel, dict(node.attrs)
         call = f"k{pos}({''.join(self.name(v) + ', ' for v in node.operands)}**a{pos})"
         if len(node.results) == 1:

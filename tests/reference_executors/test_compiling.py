@@ -328,3 +328,56 @@ def test_rank_0_kernel() -> None:
         got, ref = both(g, [np.array(x), np.array(y)])
         assert got[0].shape == () and (bits_equal(got[0], ref[0])
                                         or (np.isnan(got[0]) and np.isnan(ref[0])))
+
+
+def _scaled(n: int) -> Graph:
+    """``(x * 2.5, 2.5)``: a weak constant used by a fused group and returned itself."""
+    with Graph("scaled", [TensorType(F32, (n,))]) as g:
+        (x,) = g.inputs
+        c = ops.constant(np.float32(2.5), F32, DeviceRef.CPU())
+        g.output(ops.mul(x, 2.5), c)
+    return g
+
+
+@pytest.mark.spec("COMP-20")
+@pytest.mark.parametrize("n", [9, 40])
+def test_constants_are_evaluated_once_and_one_block_needs_no_loop(n: int) -> None:
+    ex = CompilingExecutor(block=16)
+    plan = ex.compile(_scaled(n))
+    const = next(i for i, node in enumerate(plan.graph.nodes) if node.op.name == "constant")
+    assert f"= c{const}\n" in plan.source and f"k{const}(" not in plan.source
+    assert ("for i in range" in plan.source) == (n > 16)  # one block: whole arrays
+    x = special_f32(n, 7)
+    first, second = plan.run([x]), plan.run([x])
+    ref = InterpreterExecutor().execute(_scaled(n), [x])
+    for got in (first, second):
+        assert all(bits_equal(a, b) for a, b in zip(got, ref, strict=True))
+    assert first[1] is not second[1] and first[1].flags.writeable  # fresh (EXEC-5)
+    first[1][...] = 0
+    assert plan.run([x])[1][()] == np.float32(2.5)  # the compiled constant is untouched
+
+
+@pytest.mark.spec("COMP-21", "EXEC-7")
+def test_the_jit_validates_a_compiled_call_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import reference_executors.compiling as compiling
+    import reference_executors.jit as jit
+
+    calls: list[str] = []
+    for module in (compiling, jit):
+        real = module.validate_inputs
+
+        def counted(who: str, *args: object, _real: object = real) -> None:
+            calls.append(who)
+            _real(who, *args)  # type: ignore[operator]
+
+        monkeypatch.setattr(module, "validate_inputs", counted)
+    ex = jit.JitExecutor()
+    g, x = chain_n(3), [np.arange(16, dtype=np.float32), np.ones(16, np.float32)]
+    ex.execute(g, x)
+    ex.wait_compiled()
+    calls.clear()
+    (out,) = ex.execute(g, x)
+    assert calls == ["JitExecutor"]
+    assert bits_equal(out, InterpreterExecutor().execute(chain_n(3), x)[0])
+    with pytest.raises(ExecutorInputError, match=r"JitExecutor: input 1 .*\[EXEC-7\]"):
+        ex.execute(g, [x[0], x[1].astype(np.float64)])
