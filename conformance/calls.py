@@ -12,6 +12,10 @@ boundary (:func:`quiet`); :func:`call_executor` runs the executor under the erro
 was in force outside that boundary, so the executor's own warnings still reach the vendor
 (CONF-24).
 
+The graph must come back unchanged (EXEC-15): its structure is compared before and after
+each call (:class:`~conformance.unchanged.Unchanged`, CONF-83); a change is blamed on the
+executor like a device protocol violation, without the suite's traceback.
+
 A call running longer than ``--conformance-slow-call`` seconds is reported while it runs (a
 terminal line, where the run has a terminal) and, when it returns, as a
 :class:`SlowCallWarning` naming the test and the elapsed time (CONF-36): without
@@ -35,6 +39,7 @@ import numpy as np
 from interpreter.errors import UnsupportedGraphError
 
 from .devices import DeviceProtocolError
+from .unchanged import GraphChangedError, Unchanged
 
 __all__ = [
     "SUITE_ERROR",
@@ -76,6 +81,8 @@ class ExecutorRaised(Exception):
         """``the executor raised T: msg`` followed by the executor's traceback."""
         if isinstance(self.original, DeviceProtocolError):
             return f"the executor broke the device protocol: {self.original}"
+        if isinstance(self.original, GraphChangedError):
+            return str(self.original)
         return (f"the executor raised {type(self.original).__name__}: {self.original}\n"
                 f"{self.traceback.rstrip()}")
 
@@ -171,13 +178,14 @@ def call_executor(executor: Any, graph: Any, inputs: Sequence[Any]) -> list[Any]
 def _call(executor: Any, graph: Any, inputs: Sequence[Any]) -> list[Any]:
     outer = _OUTER.get()
     state = np.errstate(**outer) if outer is not None else nullcontext()
+    watch = Unchanged(graph)  # the graph's key before the call (CONF-83)
     try:
-        with state:
+        with state, watch:
             return list(executor.execute(graph, inputs))
     except (UnsupportedGraphError, SuiteError, ExecutorRaised):
         raise
-    except DeviceProtocolError as e:  # found by the suite around the call: no traceback
-        raise ExecutorRaised(e, "") from e
+    except (DeviceProtocolError, GraphChangedError) as e:
+        raise ExecutorRaised(e, "") from e  # found by the suite around the call: no traceback
     except Exception as e:
         raise ExecutorRaised(e, executor_traceback(e)) from e
 

@@ -14,7 +14,8 @@ like a CPU executor:
   suite's host-side checks see the device's side effects (EXEC-3, EXEC-6, EXEC-11);
 - results on a non-CPU device must be native arrays (not ``numpy.ndarray``, EXEC-12) that
   share memory with no input and no other result (EXEC-5); they come back through
-  ``to_host``.
+  ``to_host``;
+- the graph handed over must come back unchanged (EXEC-15, :mod:`conformance.unchanged`).
 
 A violation found here raises :class:`DeviceProtocolError`, which the suite blames on the
 executor (CONF-22).
@@ -31,6 +32,8 @@ from interpreter.errors import ExecutorResultError
 from interpreter.graph.core import Graph
 from interpreter.graph.retarget import devices_of, retarget
 from interpreter.types import DeviceRef
+
+from .unchanged import Unchanged
 
 __all__ = ["DeviceProtocolError", "OnDevice", "declared_device", "shares_memory",
            "with_devices"]
@@ -146,7 +149,8 @@ class OnDevice:
         handed = [self._to_device(a, d) if isinstance(a, np.ndarray) and not d.is_cpu()
                   else a for a, d in zip(inputs, where, strict=True)]
         try:
-            outputs = list(self.inner.execute(placed, handed))
+            with Unchanged(placed):  # the copy handed over comes back unchanged (CONF-83)
+                outputs = list(self.inner.execute(placed, handed))
         finally:
             self._bring_back(placed, inputs, handed)
         return self._results(placed, handed, outputs)

@@ -34,6 +34,7 @@ from .calls import (
 from .devices import DeviceProtocolError, OnDevice
 from .executors import REFERENCE_SPEC, ExecutorSpecError, ResolvedExecutor, relevant_env, resolve
 from .outcomes import SUITE_ERROR_OUTCOME, mark_outcome, pop_strict, push_strict
+from .unchanged import GraphChangedError
 
 __all__ = ["PROFILES", "executor", "reference"]
 
@@ -370,8 +371,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         text = suite_error_message(exc, item.nodeid)
         notes = [n for n in getattr(exc, "__notes__", ()) if n not in text]
         rep.longrepr = "\n".join([text, *notes])
-    elif isinstance(exc, ExecutorRaised) and isinstance(exc.original, DeviceProtocolError):
-        rep.longrepr = f"{item.nodeid}: {exc.describe()}"  # CONF-72: no suite traceback
+    elif isinstance(exc, ExecutorRaised) and isinstance(exc.original, DeviceProtocolError
+                                                        | GraphChangedError):
+        rep.longrepr = f"{item.nodeid}: {exc.describe()}"  # CONF-72, CONF-83: no traceback
     if rep.when == "call":
         item._conformance_call_report = rep  # type: ignore[attr-defined]
     return rep

@@ -15,7 +15,7 @@ from .debug import evaluate_debug
 from .errors import ExecutorInputError, UnsupportedGraphError
 from .evaluate import evaluate, plan
 from .graph.core import Graph
-from .graph.lowering import lower, lowered_node_count
+from .graph.lowering import lowered, lowered_node_count
 from .registry import REGISTRY
 from .types import BufferType
 
@@ -116,7 +116,7 @@ class InterpreterExecutor:
 
     def execute_accepted(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
         """``execute`` for a graph ``refusal`` already accepted: lower, validate, interpret."""
-        lower(graph)
+        graph = lowered(graph)  # a lowered copy: the graph given stays as it is (EXEC-15)
         validate_inputs("InterpreterExecutor", graph, inputs)
         if self.debug:
             return evaluate_debug(graph, inputs)

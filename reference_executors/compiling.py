@@ -64,7 +64,7 @@ from interpreter.evaluate import fresh_outputs
 from interpreter.executor import validate_inputs
 from interpreter.graph.core import Graph, Value
 from interpreter.graph.key import structural_key
-from interpreter.graph.lowering import lower
+from interpreter.graph.lowering import lowered
 from interpreter.registry import REGISTRY
 
 from . import compiling_native
@@ -431,7 +431,7 @@ class CompilingExecutor:
         if why is not None:
             raise UnsupportedGraphError(f"CompilingExecutor: graph {graph.name!r} refused: "
                                         f"{why} [COMP-8]")
-        lower(graph)
+        graph = lowered(graph)  # a lowered copy: the graph given stays as it is (EXEC-15)
         key = structural_key(graph)
         with self._lock:
             plan = self._cache.get(key)

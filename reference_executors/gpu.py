@@ -32,7 +32,7 @@ from interpreter.dtype import DType
 from interpreter.errors import ExecutorInputError, ExecutorUnavailableError, UnsupportedGraphError
 from interpreter.graph.core import Graph, Node, Value
 from interpreter.graph.key import structural_key
-from interpreter.graph.lowering import lower
+from interpreter.graph.lowering import lowered
 from interpreter.registry import REGISTRY
 from interpreter.registry.random import largest_below
 from interpreter.types import BufferType, DeviceRef
@@ -221,7 +221,7 @@ class CupyExecutor:
         """The plan of ``graph``; ``UnsupportedGraphError`` before any side effect (GPU-3)."""
         why = self.refusal(graph)
         if why is None:
-            lower(graph)
+            graph = lowered(graph)  # a copy: the graph given stays as it is (EXEC-15)
             why = self.refusal(graph)  # lowering adds casts and broadcasts only
         if why is not None:
             raise UnsupportedGraphError(f"CupyExecutor: graph {graph.name!r} refused: {why} "

@@ -21,7 +21,7 @@ from interpreter.errors import UnsupportedGraphError
 from interpreter.evaluate import fresh_outputs
 from interpreter.executor import InterpreterExecutor, validate_inputs
 from interpreter.graph.core import Graph, Node, Value
-from interpreter.graph.lowering import lower
+from interpreter.graph.lowering import lowered
 from interpreter.registry.core import as_results
 from interpreter.types import BufferType
 
@@ -48,6 +48,7 @@ __all__ = [
     "SaturatingInt8Negate",
     "SelectSwapsFloatBranches",
     "TruncatingFloorDiv",
+    "TupleAttrsToListsInPlace",
     "WrongOutputDtype",
 ]
 
@@ -66,7 +67,7 @@ class PatchedInterpreter(InterpreterExecutor):
         why = self.refusal(graph)
         if why is not None:
             raise UnsupportedGraphError(f"{type(self).__name__}: {why}")
-        lower(graph)
+        graph = lowered(graph)  # a copy: the graph given stays as it is (EXEC-15)
         validate_inputs(type(self).__name__, graph, inputs)
         return self.run(graph, list(inputs))
 
@@ -357,6 +358,20 @@ class RefusesAfterWrite(PatchedInterpreter):
         if any(n.op.side_effect for n in graph.nodes):
             raise UnsupportedGraphError(f"{type(self).__name__}: stores need compilation")
         return outs
+
+
+class TupleAttrsToListsInPlace(PatchedInterpreter):
+    """Runs a "canonicalisation" pass on the graph it is given before executing it: every
+    tuple attribute (a shape, axes, a permutation) becomes a list in the node's own
+    ``attrs`` dict, as a binding that wants lists does. Results stay right; the caller's
+    graph has changed (EXEC-15)."""
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        for node in graph.nodes:
+            for name, value in node.attrs.items():
+                if isinstance(value, tuple):
+                    node.attrs[name] = list(value)
+        return super().run(graph, inputs)
 
 
 # -- random ------------------------------------------------------------------------------------

@@ -303,6 +303,8 @@ def test_cached_plan_follows_the_graph_it_was_made_for() -> None:
     assert ex.refusal(g) is None
     assert [step[0].op.name for step in plan(g).steps] == ["add"]
     (out,) = ex.execute(g, [np.array([1, 2, 3], np.int8), np.full(3, 0.5, np.float32)])
+    assert [step[0].op.name for step in plan(g).steps] == ["add"]  # ran a copy (EXEC-15)
+    lower(g)  # in place: new nodes, so a new plan
     assert [step[0].op.name for step in plan(g).steps] == ["cast", "add"]
     assert out.dtype == np.float32 and out.tolist() == [1.5, 2.5, 3.5]
     (again,) = ex.execute(g, [np.array([4, 5, 6], np.int8), np.zeros(3, np.float32)])

@@ -7,7 +7,8 @@ sha256 digest) and result types, then the output positions. Two graphs with equa
 the same computation; the name and source locations are not part of it. It is what the
 text form's ``structural_hash`` (TEXT-7) identifies, without rendering text, so executors
 can key their caches with it on every call. Cached on the graph (``Graph.derived``) while
-its input, node and output lists stay the same.
+its input, node and output lists stay the same; ``fresh_structural_key(graph)`` computes it
+afresh, for callers that must see an in-place edit of a node (EXEC-15).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..types import BufferType, DeviceRef, TensorType, ValueType
 from .core import Graph, Value
 from .text import format_attr, to_text
 
-__all__ = ["structural_key"]
+__all__ = ["fresh_structural_key", "structural_key"]
 
 #: Arrays up to this many bytes are keyed by their bytes, larger ones by a sha256 digest.
 _INLINE_BYTES = 256
@@ -86,6 +87,13 @@ def _compute(graph: Graph) -> tuple[Hashable, ...]:
     outs = graph.outputs
     parts.append(None if outs is None else tuple([index[v] for v in outs]))
     return tuple(parts)
+
+
+def fresh_structural_key(graph: Graph) -> tuple[Hashable, ...]:
+    """The structural key of ``graph`` computed now, neither read from nor stored in
+    ``graph.derived``: it sees edits the cache cannot (a node's attributes or operands
+    changed in place). ``KeyError`` when a value is used before it is defined."""
+    return _compute(graph)
 
 
 def structural_key(graph: Graph) -> tuple[Hashable, ...]:

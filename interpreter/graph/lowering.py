@@ -4,6 +4,8 @@ High-level nodes may have operands of different dtypes/shapes when their op decl
 ``promote`` (operand indices promoted to one dtype, PROMO-1/2) or ``broadcast`` (all
 operands broadcast to one shape, BCAST-1). ``lower`` inserts ``cast`` and ``broadcast_to``
 nodes so every node's operands have exactly the normalized types its primitive rule expects.
+``lowered`` does the same on a copy, for executors, which never change the graph they are
+given (EXEC-15).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from ..types import ValueType
 from .core import Graph, Node, Value
 from .normalize import normalized_types
 
-__all__ = ["lower", "lowered_node_count", "normalized_types"]
+__all__ = ["lower", "lowered", "lowered_node_count", "normalized_types"]
 
 
 def lower(graph: Graph) -> Graph:
@@ -47,6 +49,31 @@ def lower(graph: Graph) -> Graph:
     graph.nodes = nodes
     graph.needs_lowering = False
     return graph
+
+
+def lowered(graph: Graph) -> Graph:
+    """``graph`` itself when it needs no lowering, else a lowered copy (same inputs, ops,
+    attributes, locations and outputs); ``graph`` is not changed (EXEC-15). The copy is
+    cached on ``graph.derived`` while the graph keeps its input, node and output lists."""
+    if not graph.needs_lowering:
+        return graph
+    lists = (graph.inputs, graph.nodes, graph.outputs)
+    sizes = (len(graph.inputs), len(graph.nodes), len(graph.outputs or ()))
+    cached = graph.derived.get("lowered")
+    if cached is not None and all(a is b for a, b in zip(cached[0], lists, strict=True)) \
+            and cached[1] == sizes:
+        copy: Graph = cached[2]
+        return copy
+    copy = Graph(graph.name, graph.input_types)
+    env: dict[Value, Value] = dict(zip(graph.inputs, copy.inputs, strict=True))
+    for node in graph.nodes:
+        results = copy.stage(node.op, [env[v] for v in node.operands], node.attrs)
+        copy.nodes[-1].location = node.location
+        env.update(zip(node.results, results, strict=True))
+    if graph.outputs is not None:
+        copy.output(*(env[v] for v in graph.outputs))
+    graph.derived["lowered"] = (lists, sizes, lower(copy))
+    return copy
 
 
 def lowered_node_count(graph: Graph) -> int:
