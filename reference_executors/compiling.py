@@ -61,6 +61,7 @@ import numpy as np
 
 from interpreter.errors import UnsupportedGraphError
 from interpreter.evaluate import fresh_outputs
+from interpreter.fp import ignore_fp_errors, restore_fp_errors
 from interpreter.executor import validate_inputs
 from interpreter.graph.core import Graph, Value
 from interpreter.graph.key import structural_key
@@ -188,8 +189,8 @@ class _Gen:
     def node(self, pos: int) -> None:
         node = self.plan.graph.nodes[pos]
         if node.op.name == "constant":  # evaluated once, here: a read-only array (COMP-20)
-            self.ns[f"c{pos}"] = node.op.kernel(**node.attrs)
-            self.lines.append(f"    {self.name(node.results[0])} = c{pos}")
+            self.ns[f"const{pos}"] = node.op.kernel(**node.attrs)
+            self.lines.append(f"    {self.name(node.results[0])} = const{pos}")
             return
         self.ns[f"k{pos}"], self.ns[f"a{pos}"] = node.op.kernel, dict(node.attrs)
         call = f"k{pos}({''.join(self.name(v) + ', ' for v in node.operands)}**a{pos})"
@@ -379,12 +380,14 @@ class CompiledPlan:
 
     def run_validated(self, inputs: Sequence[Any]) -> list[np.ndarray]:
         """``run`` for inputs a caller has validated against this plan's graph already."""
-        with np.errstate(all="ignore"):  # IEEE results, never warnings (NUM-5)
-            try:
-                outs = self._fn(list(inputs))
-            except Exception as e:
-                e.add_note(f"while running the compiled plan of graph {self.graph.name!r}")
-                raise
+        token = ignore_fp_errors()  # IEEE results, never warnings (NUM-5)
+        try:
+            outs = self._fn(list(inputs))
+        except Exception as e:
+            e.add_note(f"while running the compiled plan of graph {self.graph.name!r}")
+            raise
+        finally:
+            restore_fp_errors(token)
         return fresh_outputs(outs, inputs)
 
 

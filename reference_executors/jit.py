@@ -136,10 +136,16 @@ class JitExecutor:
     def _entry(self, graph: Graph) -> tuple[_Entry, bool]:
         """The cache entry of ``graph``'s structure, and whether this call created it."""
         key = structural_key(graph)
+        entry = self._cache.get(key)  # a hit needs no lock: each OrderedDict call is atomic
+        if entry is not None:
+            try:
+                self._cache.move_to_end(key)
+            except KeyError:  # evicted by another thread meanwhile: the entry still serves
+                pass
+            return entry, False
         with self._lock:
             entry = self._cache.get(key)
             if entry is not None:
-                self._cache.move_to_end(key)
                 return entry, False
             # the compile sees the graph as given, whatever the interpreter does to it
             entry = self._cache[key] = _Entry(graph.to_text())

@@ -342,11 +342,21 @@ def _snapshot_for_readers(tensor: Tensor, writer: EagerRealizationContext) -> No
 def check_results(ex: Any, graph: Graph, results: Any) -> None:
     """Count, kind, dtype and shape of every returned buffer (REAL-35)."""
     outs = graph.outputs or []
-    name = type(ex).__name__
     if len(results) != len(outs):
-        raise ExecutorResultError(f"{name}.execute returned {len(results)} outputs for graph "
-                                  f"{graph.name!r}, which declares {len(outs)} [REAL-35]")
-    for i, (r, v) in enumerate(zip(results, outs, strict=True)):
+        raise ExecutorResultError(f"{type(ex).__name__}.execute returned {len(results)} "
+                                  f"outputs for graph {graph.name!r}, which declares "
+                                  f"{len(outs)} [REAL-35]")
+    for r, v in zip(results, outs, strict=True):
+        t = v.type
+        if (r.__class__ is not np.ndarray or r.shape != t.shape
+                or r.dtype != t.dtype.to_numpy()):
+            _result_error(ex, graph, results)
+
+
+def _result_error(ex: Any, graph: Graph, results: Any) -> None:
+    """Raise the REAL-35 error for the first result ``check_results`` rejects."""
+    name = type(ex).__name__
+    for i, (r, v) in enumerate(zip(results, graph.outputs or [], strict=True)):
         t = v.type
         if r.__class__ is not np.ndarray:
             raise ExecutorResultError(f"{name}.execute: output {i} is a {type(r).__name__}, "
