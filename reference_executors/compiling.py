@@ -61,8 +61,8 @@ import numpy as np
 
 from interpreter.errors import UnsupportedGraphError
 from interpreter.evaluate import fresh_outputs
-from interpreter.fp import ignore_fp_errors, restore_fp_errors
 from interpreter.executor import validate_inputs
+from interpreter.fp import ignore_fp_errors, restore_fp_errors
 from interpreter.graph.core import Graph, Value
 from interpreter.graph.key import structural_key
 from interpreter.graph.lowering import lowered
