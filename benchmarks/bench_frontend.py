@@ -11,14 +11,19 @@ array; (b) the 10-op chain with 6 Python scalars on [64, 64] float32 in one eage
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pytest
 
+from interpreter.experimental.context import RealizationState
 from interpreter.experimental.realization_context import (
     EagerRealizationContext,
     LazyRealizationContext,
 )
 from interpreter.experimental.tensor import Tensor, realization_context
+from interpreter.graph.core import Node, TensorValue, user_location
+from interpreter.registry import get_op
 
 N_STAGED = 1000
 
@@ -101,6 +106,20 @@ def stage_many(x: Tensor) -> Tensor:
         for _ in range(N_STAGED):
             y = y + x
     return y
+
+
+def staging_floor(x: Tensor) -> None:
+    """What staging an op cannot do without, N_STAGED times: the result value, the node
+    (with its call site), the unrealized tensor with its state, the context's weakref to
+    it. No type rule, no operand lookup, no layers: a lower bound for ``stage_many``."""
+    ctx = LazyRealizationContext()
+    g, op, ty = ctx.graph, get_op("add"), x.global_type
+    v = g.add_input(ty)
+    for _ in range(N_STAGED):
+        r = TensorValue(g, ty)
+        g.nodes.append(Node(op, (v, v), {}, (r,), user_location()))
+        t = Tensor.from_state(RealizationState((r,), ctx), None, ty)
+        ctx.unrealized.append(weakref.ref(t))
 
 
 def numpy_many(x: np.ndarray) -> np.ndarray:

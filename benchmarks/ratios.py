@@ -17,7 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.bench_frontend import N_STAGED, chain10, numpy_chain10, numpy_many, stage_many
+from benchmarks.bench_frontend import (
+    N_STAGED,
+    chain10,
+    numpy_chain10,
+    numpy_many,
+    stage_many,
+    staging_floor,
+)
 from benchmarks.bench_interpreter import chain_graph, numpy_chain
 from interpreter.executor import InterpreterExecutor
 from interpreter.experimental.tensor import Tensor
@@ -64,12 +71,15 @@ def rows(repeats: int) -> list[tuple[str, float, float, float, float]]:
     a = paired(lambda: small + small, lambda: xs + xs, repeats)
     b = paired(lambda: chain10(square), lambda: numpy_chain10(xq), repeats)
     c = paired(lambda: stage_many(small), lambda: numpy_many(xs), repeats)
+    f = paired(lambda: staging_floor(small), lambda: numpy_many(xs), repeats)
     i = paired(lambda: ex.execute(graph, [data]), lambda: numpy_chain(data), repeats)
     return [
         ("(a) eager x + x [4]", *a, 25.0),
         ("(b) eager 10-op chain [64,64]", *b, 8.0),
         (f"(c) lazy staging, per op (/{N_STAGED})", c[0] / N_STAGED, c[1] / N_STAGED, c[2],
          5.0),
+        ("    floor: the objects one staged op makes", f[0] / N_STAGED, f[1] / N_STAGED,
+         f[2], 5.0),
         ("interpreter 1000-node chain", *i, 1.5),
     ]
 
