@@ -8,7 +8,9 @@ must come before any side effect); after any other exception the exception stays
 verdict and gets a note about the change. Either way the graph is put back as it was (its
 lists, nodes, attribute dicts and value types), so the suite's own work after the call
 (minimisation, artifacts) sees the graph as generated. Only the outermost watch of a graph
-checks it.
+checks it. Under ``--conformance-isolate`` the worker runs :func:`graph_change` on its own
+parsed copy and the parent gives :func:`change_verdict`, the verdict :class:`Unchanged`
+gives (``conformance.isolate``).
 """
 
 from __future__ import annotations
