@@ -4,7 +4,11 @@ With ``--conformance-isolate`` every ``execute`` of the executor under test runs
 process started with ``multiprocessing`` *spawn* (a fresh interpreter: safe for CUDA and
 other runtimes that do not survive ``fork``). The worker builds the executor from its
 ``module:attr`` spec once and then serves calls; the graph travels in its text form
-(``Graph.to_text`` / ``Graph.parse``) and the arrays are pickled.
+(``Graph.to_text`` / ``Graph.parse``) and the arrays are pickled. The worker compares the
+fresh structural key of the parsed graph it hands the executor before and after the call
+and answers with the first difference (``unchanged.graph_change``); the parent turns a
+change into the same EXEC-15 verdict as the in-process check (``unchanged.change_verdict``,
+CONF-83).
 
 Before each call a repro directory is written (``graph.txt``, ``inputs.npz``
 and a ``repro.py`` that replays the call in-process). When the call returns, the directory
@@ -33,16 +37,18 @@ import traceback
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
 
 from interpreter.errors import UnsupportedGraphError
 from interpreter.graph.core import Graph
+from interpreter.graph.key import fresh_structural_key
 
 from .artifacts import REPRO, save_arrays
 from .calls import SuiteError
+from .unchanged import change_verdict, graph_change
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -98,13 +104,37 @@ def _option(config: pytest.Config | None, name: str, default: Any) -> Any:
 
 
 # -- the worker -----------------------------------------------------------------------------
+#: what the executor changed in the graph it was handed (None: nothing; EXEC-15)
+Change = str | None
+#: an exception: its module, qualified name, message and formatted traceback
+Raised = tuple[str, str, str, str]
+#: the answer to one call: the outputs and the inputs as the executor left them, or its
+#: exception; both followed by the change. ("suite", *Raised): the worker's own failure.
+Answer = (tuple[Literal["ok"], list[np.ndarray], list[np.ndarray], Change]
+          | tuple[Literal["err"], str, str, str, str, Change])
+
+
+def _raised(e: BaseException) -> Raised:
+    return (type(e).__module__, type(e).__qualname__, str(e), traceback.format_exc())
+
+
+def _call(executor: Any, graph: Graph, inputs: list[np.ndarray]) -> Answer:
+    """Run one call on the worker's parsed ``graph``; the key before is taken first (a graph
+    without one is the suite's problem: the caller answers "suite")."""
+    before = fresh_structural_key(graph)
+    try:
+        outputs = [np.asarray(o) for o in executor.execute(graph, inputs)]
+    except BaseException as e:
+        return ("err", *_raised(e), graph_change(graph, before))
+    return ("ok", outputs, inputs, graph_change(graph, before))
+
+
 def _serve(requests: Connection, conn: Connection, spec: str) -> None:
     """Worker main loop: build the executor, then answer ``(graph_text, inputs)`` requests."""
     try:
         executor = resolve_spec(spec)
     except BaseException as e:
-        conn.send(("err", type(e).__module__, type(e).__qualname__, str(e),
-                   traceback.format_exc()))
+        conn.send(("err", *_raised(e)))
         return
     conn.send(("ready",))
     while True:
@@ -117,16 +147,11 @@ def _serve(requests: Connection, conn: Connection, spec: str) -> None:
         text, inputs = request
         try:
             graph = Graph.parse(text)
-        except BaseException as e:  # the suite's own text form failed (CONF-22)
-            conn.send(("suite", type(e).__module__, type(e).__qualname__, str(e),
-                       traceback.format_exc()))
+            answer = _call(executor, graph, inputs)
+        except BaseException as e:  # the suite's own text form or key failed (CONF-22)
+            conn.send(("suite", *_raised(e)))
             continue
-        try:
-            outputs = [np.asarray(o) for o in executor.execute(graph, inputs)]
-            conn.send(("ok", outputs, inputs))
-        except BaseException as e:
-            conn.send(("err", type(e).__module__, type(e).__qualname__, str(e),
-                       traceback.format_exc()))
+        conn.send(answer)
 
 
 class _Worker:
@@ -278,21 +303,29 @@ class IsolatedExecutor:
             raise SuiteError(f"isolation: the worker could not rebuild graph {graph.name!r} "
                              f"({msg[1]}.{msg[2]}: {msg[3]})\n{msg[4]}")
         if msg[0] == "err":
-            raise _rebuild(msg)
+            error = _rebuild(msg)
+            verdict = None if msg[5] is None else change_verdict(graph.name, msg[5], error)
+            if verdict is not None:  # a refusal after a change (EXEC-15)
+                raise verdict from error
+            raise error
         shutil.rmtree(d, ignore_errors=True)
-        _, outputs, after = msg
+        _, outputs, after, change = msg
         for i, (mine, theirs) in enumerate(zip(inputs, after, strict=True)):
             if isinstance(mine, np.ndarray) and mine.tobytes() != np.asarray(theirs).tobytes():
                 if not mine.flags.writeable:
                     raise AssertionError(f"executor {self.spec} wrote read-only input {i} "
                                          "[EXEC-6]")
                 np.copyto(mine, theirs)
+        if change is not None:  # the worker's copy came back changed (EXEC-15, CONF-83)
+            verdict = change_verdict(graph.name, change, None)
+            assert verdict is not None  # a returned call's change is always the verdict
+            raise verdict
         return list(outputs)
 
 
 def _rebuild(msg: tuple[Any, ...]) -> BaseException:
     """The worker's exception, rebuilt as its own class when possible (CONF-14)."""
-    _, module, qualname, text, tb = msg
+    _, module, qualname, text, tb = msg[:5]
     exc: BaseException | None = None
     try:
         cls: Any = importlib.import_module(module)

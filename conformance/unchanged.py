@@ -8,7 +8,9 @@ must come before any side effect); after any other exception the exception stays
 verdict and gets a note about the change. Either way the graph is put back as it was (its
 lists, nodes, attribute dicts and value types), so the suite's own work after the call
 (minimisation, artifacts) sees the graph as generated. Only the outermost watch of a graph
-checks it.
+checks it. Under ``--conformance-isolate`` the worker runs :func:`graph_change` on its own
+parsed copy and the parent gives :func:`change_verdict`, the verdict :class:`Unchanged`
+gives (``conformance.isolate``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from interpreter.graph.core import Graph, Value
 from interpreter.graph.key import fresh_structural_key
 from interpreter.types import BufferType, DeviceRef, TensorType
 
-__all__ = ["GraphChangedError", "Unchanged", "graph_change"]
+__all__ = ["GraphChangedError", "Unchanged", "change_verdict", "graph_change"]
 
 PREFIX = "execute changed the graph it was given"
 
@@ -166,8 +168,26 @@ def graph_change(graph: Graph, before: Key) -> str | None:
     try:
         after = fresh_structural_key(graph)
     except Exception as e:
-        return _broken(graph, e)
+        try:
+            return _broken(graph, e)
+        except Exception:  # not even its lists can be walked
+            return f"its structure can no longer be read ({type(e).__name__}: {e})"
     return None if after == before else _describe(before, after)
+
+
+def change_verdict(name: str, change: str,
+                   error: BaseException | None) -> GraphChangedError | None:
+    """The verdict on a call that changed graph ``name`` as ``change`` says (EXEC-15): the
+    error to raise after a return or a refusal (``error``, then its cause); after another
+    exception None, and ``error`` gets a note (it stays the verdict)."""
+    if isinstance(error, UnsupportedGraphError):
+        return GraphChangedError(f"graph {name!r}: {PREFIX}, then refused it ({error}): "
+                                 f"{change} [EXEC-15]")
+    if error is not None:
+        error.add_note(f"the executor also changed the graph it was given: {change} "
+                       "[EXEC-15]")
+        return None
+    return GraphChangedError(f"graph {name!r}: {PREFIX}: {change} [EXEC-15]")
 
 
 class Unchanged:
@@ -203,12 +223,9 @@ class Unchanged:
             return False
         if self.saved is not None:  # the suite goes on with the graph as generated
             self.saved.restore()
-        name = self.graph.name
-        if isinstance(error, UnsupportedGraphError):
-            raise GraphChangedError(f"graph {name!r}: {PREFIX}, then refused it ({error}): "
-                                    f"{change} [EXEC-15]") from error
-        if error is not None:
-            error.add_note(f"the executor also changed the graph it was given: {change} "
-                           "[EXEC-15]")
+        verdict = change_verdict(self.graph.name, change, error)
+        if verdict is None:
             return False
-        raise GraphChangedError(f"graph {name!r}: {PREFIX}: {change} [EXEC-15]")
+        if error is None:
+            raise verdict
+        raise verdict from error

@@ -9,6 +9,7 @@ graphs, ``lowered`` (the copy executors lower), and the suite's verdict on
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from conformance import unchanged as unchanged_module
 from conformance.calls import BlamedExecutor, ExecutorRaised, call_executor
 from conformance.devices import OnDevice
+from conformance.isolate import IsolatedExecutor
 from conformance.unchanged import GraphChangedError
 from interpreter.dtype import DType
 from interpreter.errors import UnsupportedGraphError
@@ -30,7 +32,7 @@ from interpreter.testing import Buf, assert_same, build
 from reference_executors.compiling import CompilingExecutor
 from reference_executors.jit import JitExecutor
 from tests.device_executors import SimulatedGpuExecutor
-from tests.suite_runner import run_suite
+from tests.suite_runner import BROKEN, run_suite
 
 F32 = DType.float32
 X = np.arange(6, dtype=np.float32).reshape(2, 3)
@@ -294,3 +296,87 @@ def test_the_suite_fails_a_graph_changing_executor_with_exec15(tmp_path: Path) -
         assert "execute changed the graph it was given: node " in text, text
         assert "(reshape) differs: attribute 'shape': (" in text and "[EXEC-15]" in text
         assert "SUITE ERROR" not in text and "Traceback" not in text, text
+
+
+# -- under --conformance-isolate ---------------------------------------------------------------
+class RefusesAfterListify:
+    """Turns node 1's ``shape`` into a list, then refuses (for the isolated worker)."""
+
+    def execute(self, graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        _listify(graph)
+        raise UnsupportedGraphError("too big")
+
+
+class CrashesAfterListify:
+    """Turns node 1's ``shape`` into a list, then raises (for the isolated worker)."""
+
+    def execute(self, graph: Graph, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        _listify(graph)
+        raise ValueError("kernel failed")
+
+
+@contextmanager
+def _isolated(spec: str, tmp_path: Path) -> Iterator[IsolatedExecutor]:
+    iso = IsolatedExecutor(spec, timeout=60, artifacts=tmp_path)
+    try:
+        yield iso
+    finally:
+        iso.close()
+
+
+@pytest.mark.spec("EXEC-15", "CONF-83", "CONF-12")
+def test_isolated_worker_reports_the_change_with_the_in_process_text(tmp_path: Path) -> None:
+    """The worker checks its parsed copy; the parent's verdict reads as in-process."""
+    in_process = changed_message(_listify)
+    with _isolated(f"{BROKEN}:TupleAttrsToListsInPlace", tmp_path) as iso:
+        g = shaped()
+        text = g.to_text()
+        with pytest.raises(ExecutorRaised) as info:
+            call_executor(iso, g, [X.copy()])
+        assert isinstance(info.value.original, GraphChangedError)
+        assert info.value.describe() == in_process
+        assert g.to_text() == text
+
+
+@pytest.mark.spec("EXEC-15", "CONF-83", "EXEC-3", "CONF-22")
+def test_isolated_refusal_or_crash_after_a_change(tmp_path: Path) -> None:
+    """A refusal after a change is the change; another exception stays the verdict with
+    the note, as in-process."""
+    with _isolated(f"{__name__}:RefusesAfterListify", tmp_path) as iso:
+        with pytest.raises(ExecutorRaised) as info:
+            call_executor(iso, shaped(), [X.copy()])
+        assert isinstance(info.value.original, GraphChangedError)
+        assert isinstance(info.value.original.__cause__, UnsupportedGraphError)
+        assert ("graph 'shaped': execute changed the graph it was given, then refused it "
+                "(too big): node 1 (reshape) differs: attribute 'shape': (3, 2) -> [3, 2] "
+                "[EXEC-15]") == info.value.describe()
+    with _isolated(f"{__name__}:CrashesAfterListify", tmp_path) as iso:
+        with pytest.raises(ExecutorRaised) as info:
+            call_executor(iso, shaped(), [X.copy()])
+        text = info.value.describe()
+        assert isinstance(info.value.original, ValueError)
+        assert text.startswith("the executor raised ValueError: kernel failed"), text
+        assert ("the executor also changed the graph it was given: node 1 (reshape) differs: "
+                "attribute 'shape': (3, 2) -> [3, 2] [EXEC-15]") in text
+
+
+@pytest.mark.spec("CONF-83", "CONF-12", "CONF-18")
+def test_the_isolated_suite_fails_a_graph_changing_executor_with_exec15(tmp_path: Path
+                                                                         ) -> None:
+    run = run_suite(tmp_path, "TupleAttrsToListsInPlace", ["test_ops.py"],
+                    "reshape-float32-general", "--conformance-isolate")
+    failures = run.failures()
+    assert list(failures) == ["conformance/test_ops.py::test_op[reshape-float32-general]"], \
+        run.outcomes
+    text = failures["conformance/test_ops.py::test_op[reshape-float32-general]"]
+    assert "execute changed the graph it was given: node " in text, text
+    assert "(reshape) differs: attribute 'shape': (" in text and "[EXEC-15]" in text, text
+    assert "SUITE ERROR" not in text and "the executor raised" not in text, text
+
+
+@pytest.mark.spec("EXEC-15", "CONF-83", "CONF-12")
+def test_the_isolated_suite_passes_a_conformant_executor(tmp_path: Path) -> None:
+    run = run_suite(tmp_path, "interpreter.executor:InterpreterExecutor", ["test_ops.py"],
+                    "reshape-float32-general", "--conformance-isolate")
+    assert run.code == 0 and run.outcomes == {
+        "conformance/test_ops.py::test_op[reshape-float32-general]": "passed"}, run.text()
