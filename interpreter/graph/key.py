@@ -32,30 +32,7 @@ _INLINE_BYTES = 256
 _PACK_DOUBLE = struct.Struct("<d").pack
 
 
-#: Keys of read-only attribute arrays whose memory is read-only too (they own it, or view a
-#: read-only owner), by identity; each entry holds its array, so the id is not reused while
-#: cached. A weak constant's splat is shared by every graph staging it.
-_READ_ONLY_KEYS: dict[int, tuple[np.ndarray, Hashable]] = {}
-_READ_ONLY_KEYS_SIZE = 4096
-
-
 def _array_key(a: np.ndarray) -> Hashable:
-    base = a.base
-    if a.flags.writeable or (base is not None and (
-            base.__class__ is not np.ndarray or base.base is not None
-            or base.flags.writeable)):  # its bytes may change: keyed afresh each time
-        return _array_key_now(a)
-    got = _READ_ONLY_KEYS.get(id(a))
-    if got is not None and got[0] is a:
-        return got[1]
-    key = _array_key_now(a)
-    if len(_READ_ONLY_KEYS) >= _READ_ONLY_KEYS_SIZE:
-        _READ_ONLY_KEYS.clear()
-    _READ_ONLY_KEYS[id(a)] = (a, key)
-    return key
-
-
-def _array_key_now(a: np.ndarray) -> Hashable:
     if a.size > 1 and not any(a.strides):  # a splat (broadcast view): one element
         data = a[(0,) * a.ndim].tobytes()
         kind = "splat"
