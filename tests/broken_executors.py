@@ -88,7 +88,14 @@ class PatchedInterpreter(InterpreterExecutor):
 
 # -- wrong numerics ---------------------------------------------------------------------------
 def _round_half_away(x: Any) -> Any:
-    return (np.sign(x) * np.floor(np.abs(x) + np.asarray(0.5, x.dtype))).astype(x.dtype)
+    """Differs from the reference on exact ties only: not ``floor(|x| + 0.5)``, whose
+    addition also rounds (0.49999999999999994 -> 1) and whose ``sign`` loses -0.0, so the
+    suite's counterexample is always a tie."""
+    a = np.abs(x)
+    with np.errstate(invalid="ignore"):  # inf - inf
+        tie = a - np.floor(a) == np.asarray(0.5, x.dtype)
+    return np.where(tie, np.copysign(np.floor(a) + np.asarray(1, x.dtype), x),
+                    np.round(x)).astype(x.dtype)
 
 
 class RoundHalfAwayFromZero(PatchedInterpreter):
