@@ -48,11 +48,17 @@ from interpreter.dtype import DType
 from interpreter.graph.core import Node, Value
 
 __all__ = ["CFLAGS", "NATIVE_DTYPES", "NATIVE_OPS", "PARALLEL_MIN", "build", "cache_dir",
-           "compiler", "group_source", "run_parallel", "usable_cpus"]
+           "cflags", "compiler", "group_source", "run_parallel", "usable_cpus"]
 
 CFLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-ffp-contract=off",
           "-fno-math-errno", "-fno-trapping-math",
           *(("-mprefer-vector-width=512",) if platform.machine() in ("x86_64", "AMD64") else ()))
+#: Flags added when the compiler accepts them. gcc's tuning for AMD Zen (what
+#: ``-march=native`` picks there) turns off gather instructions, and ``exp``'s table lookup
+#: is a gather: without this the chain loop is not vectorized at all (gcc 12, Zen 2: 68 ms
+#: scalar against 15 ms vectorized for the 16-op chain on 4M float32, the same bytes).
+TUNING_FLAGS = (("-mtune-ctrl=use_gather_2parts,use_gather_4parts",)
+                if platform.machine() in ("x86_64", "AMD64") else ())
 
 _CTYPE = {DType.bool: "uint8_t", DType.int8: "int8_t", DType.int16: "int16_t",
           DType.int32: "int32_t", DType.int64: "int64_t", DType.uint8: "uint8_t",
@@ -260,6 +266,7 @@ def v_dtype_unsupported(node: Node) -> bool:
 _lock = threading.Lock()
 _loaded: dict[str, Callable[..., Any] | None] = {}  # source key -> kernel (None: failed)
 _cc: list[tuple[str, str] | None] = []  # [(path, version line)] once looked up
+_tuning: dict[str, tuple[str, ...]] = {}  # compiler path -> the TUNING_FLAGS it accepts
 _tmp_cache: list[Path] = []
 
 
@@ -278,6 +285,31 @@ def compiler() -> tuple[str, str] | None:
                     found = None
             _cc.append((found, version) if found else None)
         return _cc[0]
+
+
+def cflags() -> tuple[str, ...]:
+    """The flags kernels are compiled with: ``CFLAGS`` and the ``TUNING_FLAGS`` the compiler
+    accepts (each tried once on an empty file)."""
+    cc = compiler()
+    if cc is None:
+        return CFLAGS
+    with _lock:
+        extra = _tuning.get(cc[0])
+    if extra is None:
+        extra = tuple(f for f in TUNING_FLAGS if _accepts(cc[0], f))
+        with _lock:
+            _tuning[cc[0]] = extra
+    return (*CFLAGS, *extra)
+
+
+def _accepts(cc: str, flag: str) -> bool:
+    try:
+        done = subprocess.run([cc, flag, "-c", "-x", "c", "-", "-o", os.devnull],
+                              input="int ec_probe;\n", capture_output=True, text=True,
+                              timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and not done.stderr.strip()
 
 
 def cache_dir() -> Path:
@@ -303,7 +335,7 @@ def _compile_so(cc: str, source: str, target: Path) -> bool:
     src = Path(tmp_name).with_suffix(".c")
     try:
         src.write_text(source)
-        done = subprocess.run([cc, *CFLAGS, "-o", tmp_name, str(src)], capture_output=True,
+        done = subprocess.run([cc, *cflags(), "-o", tmp_name, str(src)], capture_output=True,
                               timeout=120)
         if done.returncode != 0:
             return False
@@ -323,7 +355,7 @@ def build(source: str, nargs: int) -> Callable[..., Any] | None:
     cc = compiler()
     if cc is None:
         return None
-    key = hashlib.sha256("\0".join([source, *CFLAGS, *cc, platform.machine(),
+    key = hashlib.sha256("\0".join([source, *cflags(), *cc, platform.machine(),
                                     platform.node()]).encode()).hexdigest()[:32]
     with _lock:
         if key in _loaded:

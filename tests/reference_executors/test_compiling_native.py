@@ -288,7 +288,7 @@ def test_gcc_vectorizes_the_chain_loop() -> None:
     got = compiling_native.group_source(g.nodes, group.members, group.values, group.outputs,
                                         compiling.NATIVE_MIN)
     assert got is not None
-    done = subprocess.run([cc[0], *compiling_native.CFLAGS, "-fopt-info-vec", "-x", "c", "-",
+    done = subprocess.run([cc[0], *compiling_native.cflags(), "-fopt-info-vec", "-x", "c", "-",
                            "-o", "/dev/null"], input=got[0], capture_output=True, text=True,
                           check=True)
     assert "loop vectorized" in done.stderr
