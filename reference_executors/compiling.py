@@ -62,6 +62,7 @@ import numpy as np
 from interpreter.errors import UnsupportedGraphError
 from interpreter.evaluate import fresh_outputs
 from interpreter.executor import validate_inputs
+from interpreter.fp import ignore_fp_errors, restore_fp_errors
 from interpreter.graph.core import Graph, Value
 from interpreter.graph.key import structural_key
 from interpreter.graph.lowering import lowered
@@ -379,12 +380,14 @@ class CompiledPlan:
 
     def run_validated(self, inputs: Sequence[Any]) -> list[np.ndarray]:
         """``run`` for inputs a caller has validated against this plan's graph already."""
-        with np.errstate(all="ignore"):  # IEEE results, never warnings (NUM-5)
-            try:
-                outs = self._fn(list(inputs))
-            except Exception as e:
-                e.add_note(f"while running the compiled plan of graph {self.graph.name!r}")
-                raise
+        token = ignore_fp_errors()  # IEEE results, never warnings (NUM-5)
+        try:
+            outs = self._fn(list(inputs))
+        except Exception as e:
+            e.add_note(f"while running the compiled plan of graph {self.graph.name!r}")
+            raise
+        finally:
+            restore_fp_errors(token)
         return fresh_outputs(outs, inputs)
 
 

@@ -1,4 +1,4 @@
-"""Floating-point exceptions off around compiled runs, the caller's state restored (NUM-5)."""
+"""Floating-point exceptions off around compiled runs, and the caller's state restored (NUM-5)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,23 @@ import numpy as np
 import pytest
 
 from interpreter.dtype import DType
+from interpreter.fp import ignore_fp_errors, restore_fp_errors
 from interpreter.graph import Graph, TensorType, ops
 from reference_executors.compiling import CompilingExecutor
+
+
+@pytest.mark.spec("NUM-5")
+def test_ignores_then_restores_the_callers_state() -> None:
+    with np.errstate(all="raise"):
+        token = ignore_fp_errors()
+        try:
+            assert set(np.geterr().values()) == {"ignore"}
+            assert np.isinf(np.float32(3e38) * np.float32(10))  # no FloatingPointError
+        finally:
+            restore_fp_errors(token)
+        assert set(np.geterr().values()) == {"raise"}
+        with pytest.raises(FloatingPointError):
+            np.float32(1) / np.float32(0)
 
 
 @pytest.mark.spec("NUM-5", "COMP-20")

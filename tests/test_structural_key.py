@@ -11,6 +11,7 @@ import pytest
 from interpreter.dtype import DType
 from interpreter.graph import Graph
 from interpreter.graph.key import structural_key
+from interpreter.graph.splat import array_key, splat
 from interpreter.graph.text import parse, to_text
 from interpreter.registry import get_op
 from interpreter.types import DeviceRef, TensorType
@@ -118,3 +119,32 @@ def test_executors_do_not_render_text_on_a_cache_hit(monkeypatch: pytest.MonkeyP
         np.testing.assert_array_equal(r, (x + x).reshape(3, 2))
         np.testing.assert_array_equal(c, np.float32(2.0))
     assert comp.compiles == 1 and jit.submitted == 1
+
+
+@pytest.mark.spec("JIT-2")
+@pytest.mark.parametrize(("value", "dtype", "shape"), [
+    (1.5, np.float32, (4, 4)), (-0.0, np.float64, (3,)), (7, np.int8, ()),
+    (True, np.bool_, (2, 1))])
+def test_a_shared_splats_cached_key_is_the_key_of_an_equal_fresh_array(
+        value: Any, dtype: Any, shape: tuple[int, ...]) -> None:
+    """Weak constants share one splat per scalar (graph/splat.py), keyed once: that key is
+    what an equal array made independently keys to, and differs from another scalar's."""
+    shared = splat(value, np.dtype(dtype), shape)
+    assert splat(value, np.dtype(dtype), shape) is shared and not shared.flags.writeable
+    fresh = np.ndarray(shape, dtype, buffer=np.array(value, dtype), strides=(0,) * len(shape))
+    assert array_key(shared) == array_key(fresh)
+    assert array_key(shared) != array_key(splat(not value if dtype is np.bool_ else -value
+                                               if value else 1, np.dtype(dtype), shape))
+
+
+@pytest.mark.spec("JIT-2")
+def test_an_array_that_is_not_a_shared_splat_is_keyed_by_its_bytes_each_time() -> None:
+    a = np.zeros(4, np.float32)
+    before = array_key(a)
+    a[0] = 1.0
+    assert array_key(a) != before
+    a.flags.writeable = False  # read-only now, but its owner could write again: still keyed
+    ro = array_key(a)
+    a.flags.writeable = True
+    a[1] = 2.0
+    assert array_key(a) != ro

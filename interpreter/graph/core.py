@@ -163,6 +163,22 @@ class Node:
         return f"Node({self.op.name}, attrs={self.attrs})"
 
 
+def _infer(op: OpDef, types: list[ValueType], attrs: dict[str, Any]
+           ) -> tuple[tuple[ValueType, ...], bool]:
+    """``op``'s result types on operands of ``types`` (GRAPH-3, OPDT-1), and whether they
+    need implicit promotion or broadcasting made explicit by lowering (GRAPH-7)."""
+    norm = normalized_types(op, types)
+    if types and norm[0].dtype not in op.dtypes:
+        op.check_dtype(types, norm[0])  # raises OPDT-1
+    return tuple(op.infer(op, norm, attrs)), norm is not types
+
+
+#: ``_infer`` of attribute-free nodes by (op, ids of the operand types), with those types:
+#: held by the entry, so no other object has their ids while it is cached.
+_INFERRED: dict[tuple[Any, ...], tuple[tuple[ValueType, ...], tuple[ValueType, ...], bool]] = {}
+_INFERRED_SIZE = 4096
+
+
 class _GraphMeta(type):
     @property
     def current(cls) -> Graph:
@@ -224,16 +240,33 @@ class Graph(metaclass=_GraphMeta):
             want = "at least one operand" if op.variadic else \
                 f"{len(op.operands)} operands ({', '.join(op.operands)})"
             op.fail(types, "GRAPH-4", f"expects {want}, got {len(types)}")
-        norm = normalized_types(op, types)
-        if types and norm[0].dtype not in op.dtypes:
-            op.check_dtype(types, norm[0])  # raises OPDT-1
-        attrs = dict(attrs) if attrs else {}
-        result_types = op.infer(op, norm, attrs)
-        if norm is not types:
+        if attrs:
+            attrs = dict(attrs)
+            result_types, lower = _infer(op, types, attrs)
+        else:  # most nodes: a type rule depends on the operand types alone, seen before
+            attrs = {}
+            key = (op, *map(id, types))
+            got = _INFERRED.get(key)
+            if got is None:
+                got = (tuple(types), *_infer(op, types, attrs))
+                if len(_INFERRED) >= _INFERRED_SIZE:
+                    _INFERRED.clear()
+                _INFERRED[key] = got
+            result_types, lower = got[1], got[2]
+        if lower:
             self.needs_lowering = True
         results = tuple([TensorValue(self, t) if t.__class__ is TensorType
                          else Value.of(self, t) for t in result_types])
         self.nodes.append(Node(op, tuple(operands), attrs, results, user_location()))
+        return results
+
+    def append(self, op: OpDef, operands: tuple[Value, ...], attrs: dict[str, Any],
+               result_types: Sequence[ValueType]) -> tuple[Value, ...]:
+        """Append a node whose result types are known to be ``op``'s on these operands
+        (a weak constant's: the tensor's type), without ``stage``'s checks."""
+        results = tuple([TensorValue(self, t) if t.__class__ is TensorType
+                         else Value.of(self, t) for t in result_types])
+        self.nodes.append(Node(op, operands, attrs, results, user_location()))
         return results
 
     def output(self, *values: Value) -> None:

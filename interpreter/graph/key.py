@@ -2,18 +2,18 @@
 
 ``structural_key(graph)`` is a tuple built in one walk over the graph: the input types, per
 node its op (the registry entry itself), operand positions, attributes (each value tagged
-with its kind; floats by their bits, arrays by dtype, shape and bytes or, when large, a
-sha256 digest) and result types, then the output positions. Two graphs with equal keys are
-the same computation; the name and source locations are not part of it. It is what the
-text form's ``structural_hash`` (TEXT-7) identifies, without rendering text, so executors
-can key their caches with it on every call. Cached on the graph (``Graph.derived``) while
-its input, node and output lists stay the same; ``fresh_structural_key(graph)`` computes it
-afresh, for callers that must see an in-place edit of a node (EXEC-15).
+with its kind; floats by their bits, arrays by ``splat.array_key``: dtype, shape and bytes
+or, when large, a sha256 digest) and result types, then the output positions. Two graphs
+with equal keys are the same computation; the name and source locations are not part of
+it. It is what the text form's ``structural_hash`` (TEXT-7) identifies, without rendering
+text, so executors can key their caches with it on every call. Cached on the graph
+(``Graph.derived``) while its input, node and output lists stay the same;
+``fresh_structural_key(graph)`` computes it afresh, for callers that must see an in-place
+edit of a node (EXEC-15).
 """
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from collections.abc import Hashable
 from typing import Any
@@ -23,25 +23,12 @@ import numpy as np
 from ..dtype import DType
 from ..types import BufferType, DeviceRef, TensorType, ValueType
 from .core import Graph, Value
+from .splat import array_key
 from .text import format_attr, to_text
 
 __all__ = ["fresh_structural_key", "structural_key"]
 
-#: Arrays up to this many bytes are keyed by their bytes, larger ones by a sha256 digest.
-_INLINE_BYTES = 256
 _PACK_DOUBLE = struct.Struct("<d").pack
-
-
-def _array_key(a: np.ndarray) -> Hashable:
-    if a.size > 1 and not any(a.strides):  # a splat (broadcast view): one element
-        data = a[(0,) * a.ndim].tobytes()
-        kind = "splat"
-    else:
-        data = a.tobytes()
-        kind = "array"
-        if len(data) > _INLINE_BYTES:
-            data = hashlib.sha256(data).digest()
-    return (kind, a.dtype, a.shape, data)  # numpy dtypes compare by kind, size and order
 
 
 def _attr_key(x: Any) -> Hashable:
@@ -56,7 +43,7 @@ def _attr_key(x: Any) -> Hashable:
     if cls is tuple or cls is list:
         return (cls, tuple(map(_attr_key, x)))
     if cls is np.ndarray:
-        return _array_key(x)
+        return array_key(x)
     if isinstance(x, np.generic):
         return (cls, x.tobytes())
     if x is None or cls is bool or cls is DType:

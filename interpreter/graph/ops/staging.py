@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +13,7 @@ from ...promotion import broadcast_shapes, promote_dtypes
 from ...registry import OpDef, get_op
 from ...types import DeviceRef, TensorType
 from ..core import Graph, TensorValue, Value
+from ..splat import splat
 
 __all__ = [
     "DEFAULT_FLOAT",
@@ -34,6 +34,8 @@ Operand = Value | bool | int | float
 DEFAULT_FLOAT = DType.float32
 DEFAULT_INT = DType.int64
 
+
+_CONSTANT = get_op("constant")
 
 #: Python and numpy scalar types staged as weak constants (PROMO-4).
 _SCALARS = (bool, int, float, np.generic)
@@ -73,45 +75,15 @@ def weak_dtype(op: str, value: Any, like: DType | None) -> DType:
     return like
 
 
-#: Weak constants' read-only splat arrays by (kind, value, dtype, shape), shared by every
-#: graph staging the same constant (cleared when it reaches ``_SPLATS_SIZE``).
-_SPLATS: dict[tuple[Any, ...], np.ndarray] = {}
-_SPLATS_SIZE = 1024
-_PACK_DOUBLE = struct.Struct("<d").pack
-
-
-def _splat(value: Any, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
-    """``value`` as a read-only ``dtype`` array of ``shape`` with all strides 0; shared per
-    Python scalar (arrays, e.g. the seed's, are copied each time)."""
-    cls = value.__class__
-    if not (cls is float or cls is int or cls is bool):
-        return _new_splat(value, dtype, shape)
-    key = (cls, _PACK_DOUBLE(value) if cls is float else value, dtype, shape)
-    arr = _SPLATS.get(key)
-    if arr is None:
-        if len(_SPLATS) >= _SPLATS_SIZE:
-            _SPLATS.clear()
-        arr = _SPLATS[key] = _new_splat(value, dtype, shape)
-    return arr
-
-
-def _new_splat(value: Any, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
-    arr = np.array(value, dtype=dtype)
-    arr.flags.writeable = False  # so no view of it can be made writeable either
-    if shape:  # np.broadcast_to is much slower
-        arr = np.ndarray(shape, arr.dtype, buffer=arr, strides=(0,) * len(shape))
-    return arr
-
-
 def constant(graph: Graph, value: Any, dtype: DType, device: DeviceRef,
              shape: tuple[int, ...] = (), like: TensorType | None = None) -> TensorValue:
-    """A weak scalar constant, splatted to ``shape`` (a read-only broadcast view)."""
-    arr = _splat(value, dtype.to_numpy(), shape)
-    (v,) = graph.stage(get_op("constant"), (), {"value": arr, "device": device})
-    t = v.type
-    if (like is not None and t.dtype is like.dtype and t.shape == like.shape
-            and t.device is like.device):  # the weak-constant case (same device object)
-        v.type = like  # share the equal type object: later type checks take the fast path
+    """A weak scalar constant, splatted to ``shape`` (a shared read-only broadcast view)."""
+    attrs = {"value": splat(value, dtype.to_numpy(), shape), "device": device}
+    if (like is not None and like.dtype is dtype and like.shape == shape
+            and like.device is device):  # the weak-constant case: the tensor's type
+        (v,) = graph.append(_CONSTANT, (), attrs, (like,))
+    else:
+        (v,) = graph.stage(_CONSTANT, (), attrs)
     return v  # type: ignore[return-value]
 
 
