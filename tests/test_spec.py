@@ -26,13 +26,14 @@ def namespace() -> dict[str, Any]:
 @pytest.fixture
 def staged_ops(monkeypatch: pytest.MonkeyPatch) -> set[str]:
     seen: set[str] = set()
-    original = core.Graph.stage
+    for method in ("stage", "append"):  # every node is appended by one of the two
+        original = getattr(core.Graph, method)
 
-    def spy(self: Graph, op: Any, operands: Any, attrs: Any) -> Any:
-        seen.add(op.name)
-        return original(self, op, operands, attrs)
+        def spy(self: Graph, op: Any, *args: Any, original: Any = original) -> Any:
+            seen.add(op.name)
+            return original(self, op, *args)
 
-    monkeypatch.setattr(core.Graph, "stage", spy)
+        monkeypatch.setattr(core.Graph, method, spy)
     return seen
 
 

@@ -129,12 +129,13 @@ def test_a_shared_splats_cached_key_is_the_key_of_an_equal_fresh_array(
         value: Any, dtype: Any, shape: tuple[int, ...]) -> None:
     """Weak constants share one splat per scalar (graph/splat.py), keyed once: that key is
     what an equal array made independently keys to, and differs from another scalar's."""
-    shared = splat(value, np.dtype(dtype), shape)
-    assert splat(value, np.dtype(dtype), shape) is shared and not shared.flags.writeable
+    dt = DType.from_numpy(np.dtype(dtype))
+    shared = splat(value, dt, shape)
+    assert splat(value, dt, shape) is shared and not shared.flags.writeable
     fresh = np.ndarray(shape, dtype, buffer=np.array(value, dtype), strides=(0,) * len(shape))
     assert array_key(shared) == array_key(fresh)
     assert array_key(shared) != array_key(splat(not value if dtype is np.bool_ else -value
-                                               if value else 1, np.dtype(dtype), shape))
+                                               if value else 1, dt, shape))
 
 
 @pytest.mark.spec("JIT-2")

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import functools
 import math
+import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import Any
@@ -23,15 +24,17 @@ import numpy as np
 from ..dtype import DType
 from ..errors import RealizationError
 from ..graph import ops
-from ..graph.core import CURRENT_GRAPH, TensorValue, Value
+from ..graph.core import CURRENT_GRAPH, TensorValue, Value, location_of
 from ..graph.ops.indexing import result_shape, slice_triples
+from ..graph.ops.staging import stage_op
+from ..registry.core import OpDef, get_op
 from ..types import DeviceRef
 from .context import CURRENT, realization_context
 from .distributed import collective, distribute, gather_to
 from .eager_memo import memoizable
 from .mesh import DeviceMapping, DeviceMesh
 from .realization_context import LazyRealizationContext, implicit_context
-from .staging import buffer_in, call, value_in
+from .staging import buffer_in, call, stage_op_in, value_in
 from .tensor import Tensor
 
 _DEFAULT_DTYPE = DType.float32
@@ -438,23 +441,55 @@ __all__ = [
 
 
 # -- Tensor's operators, ops and factories (declared in tensor.py), installed in one place --
-def _forward(op: Callable[..., Any]) -> Callable[[Tensor, Any], Tensor]:
+def _op_builder(op: OpDef) -> Callable[..., TensorValue]:
+    """The graph builder staging just ``op`` on its operands (an eager operator's, REAL-49)."""
+    def build(*operands: Any) -> TensorValue:
+        (v,) = stage_op(op, operands)
+        return v  # type: ignore[return-value]
+
+    build.__name__ = build.__qualname__ = op.name
+    return memoizable(build)
+
+
+def _operator(name: str, reflected: bool = False) -> Callable[[Tensor, Any], Tensor]:
+    """``self <op> o`` for registry op ``name`` (``o <op> self`` when ``reflected``): staged
+    straight into the current context, the hottest path; else an implicit one (``call``)."""
+    op = get_op(name)
+    build = _op_builder(op)
+
     def method(self: Tensor, o: Any) -> Tensor:
-        return call(op, (self, o))
+        args = (o, self) if reflected else (self, o)
+        ctx = CURRENT.get(None)
+        if ctx is None:
+            return call(build, args)
+        return stage_op_in(ctx, op, args, location_of(sys._getframe(1)))
 
     return method
 
 
-def _reflected(op: Callable[..., Any]) -> Callable[[Tensor, Any], Tensor]:
-    def method(self: Tensor, o: Any) -> Tensor:
-        return call(op, (o, self))
+def _unary_operator(name: str) -> Callable[[Tensor], Tensor]:
+    op = get_op(name)
+    build = _op_builder(op)
 
-    return method
-
-
-def _unary(op: Callable[..., Any]) -> Callable[[Tensor], Tensor]:
     def method(self: Tensor) -> Tensor:
-        return call(op, (self,))
+        ctx = CURRENT.get(None)
+        if ctx is None:
+            return call(build, (self,))
+        return stage_op_in(ctx, op, (self,), location_of(sys._getframe(1)))
+
+    return method
+
+
+def _forward(builder: Callable[..., Any]) -> Callable[[Tensor, Any], Tensor]:
+    def method(self: Tensor, o: Any) -> Tensor:
+        return call(builder, (self, o))
+
+    return method
+
+
+def _reflected(builder: Callable[..., Any]) -> Callable[[Tensor, Any], Tensor]:
+    def method(self: Tensor, o: Any) -> Tensor:
+        return call(builder, (o, self))
 
     return method
 
@@ -472,24 +507,24 @@ def _transpose_last(self: Tensor) -> Tensor:
 
 
 def install_tensor_methods() -> None:
-    """Attach ``Tensor``'s staging operators (straight to ``call``: the hottest path), its op
-    methods and its factories. Called once, when this module loads."""
-    binary: dict[str, Callable[..., Any]] = {
-        "add": ops.add, "sub": ops.sub, "mul": ops.mul, "truediv": ops.div,
-        "floordiv": ops.floor_div, "mod": ops.mod, "pow": ops.pow, "matmul": ops.matmul,
-        "and": ops.logical_and, "or": ops.logical_or, "xor": ops.logical_xor}
-    for name, op in binary.items():
-        setattr(Tensor, f"__{name}__", _forward(op))
-        setattr(Tensor, f"__r{name}__", _reflected(op))
-    compare: dict[str, Callable[..., Any]] = {  # IEEE comparisons (REAL-24)
-        "eq": ops.equal, "ne": ops.not_equal, "gt": ops.greater, "ge": ops.greater_equal,
-        "lt": ops.less, "le": ops.less_equal}
-    for name, op in compare.items():
-        setattr(Tensor, f"__{name}__", _forward(op))
-    unary: dict[str, Callable[..., Any]] = {"neg": ops.negate, "abs": ops.abs,
-                                            "invert": ops.logical_not}
-    for name, op in unary.items():
-        setattr(Tensor, f"__{name}__", _unary(op))
+    """Attach ``Tensor``'s operators (each stages one registry op, as the ``ops`` builder of
+    the same name does; IEEE comparisons, REAL-24), its op methods and its factories. Called
+    once, when this module loads."""
+    binary = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div",
+              "floordiv": "floor_div", "mod": "mod", "pow": "pow", "and": "logical_and",
+              "or": "logical_or", "xor": "logical_xor"}
+    for name, op_name in binary.items():
+        setattr(Tensor, f"__{name}__", _operator(op_name))
+        setattr(Tensor, f"__r{name}__", _operator(op_name, reflected=True))
+    compare = {"eq": ("equal", False), "ne": ("not_equal", False), "gt": ("greater", False),
+               "ge": ("greater_equal", False), "lt": ("greater", True),  # o > self
+               "le": ("greater_equal", True)}
+    for name, (op_name, reflected) in compare.items():
+        setattr(Tensor, f"__{name}__", _operator(op_name, reflected))
+    for name, op_name in {"neg": "negate", "abs": "abs", "invert": "logical_not"}.items():
+        setattr(Tensor, f"__{name}__", _unary_operator(op_name))
+    Tensor.__matmul__ = _forward(ops.matmul)  # type: ignore[method-assign]
+    Tensor.__rmatmul__ = _reflected(ops.matmul)  # type: ignore[method-assign]
     methods: dict[str, Callable[..., Any]] = {
         "__getitem__": getitem, "__setitem__": _setitem, "_cast": cast,
         "_transfer_to": transfer_to, "_maximum": maximum, "_minimum": minimum,

@@ -13,12 +13,14 @@ from typing import Any
 from ..errors import RealizationError
 from ..graph import ops
 from ..graph.core import CURRENT_GRAPH, BufferValue, TensorValue, Value
+from ..graph.ops.staging import stage_op
+from ..registry.core import OpDef
 from . import eager_memo
 from .context import CURRENT, RealizationState, realize_context
 from .realization_context import implicit_context
 from .tensor import Tensor
 
-__all__ = ["buffer_in", "call", "stage_in", "value_in"]
+__all__ = ["buffer_in", "call", "stage_in", "stage_op_in", "value_in"]
 
 
 def _source(t: Tensor, ctx: Any) -> Value:
@@ -115,6 +117,16 @@ def stage_in(ctx: Any, fn: Callable[..., Any], args: Sequence[Any],
     if isinstance(out, Value):
         return ctx.create_unrealized((out,))
     return _wrap(out, ctx)
+
+
+def stage_op_in(ctx: Any, op: OpDef, args: Sequence[Any], location: tuple[str, int] | None
+                ) -> Tensor:
+    """Registry op ``op`` on ``args`` (tensors and Python scalars) staged in ``ctx`` by the
+    user at ``location``: ``stage_in`` of a graph builder that stages just ``op``, without
+    its layers (the path of ``Tensor``'s operators inside a context)."""
+    vals = [value_in(a, ctx) if a.__class__ is Tensor else a for a in args]
+    (v,) = stage_op(op, vals, None, location)
+    return ctx.create_unrealized((v,))
 
 
 def call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None = None

@@ -22,18 +22,18 @@ if TYPE_CHECKING:
     from ..dtype import DType
 
 __all__ = ["CURRENT_GRAPH", "BufferValue", "Graph", "Node", "TensorValue", "Value",
-           "user_location"]
+           "location_of", "user_location"]
 
 #: The graph being built by the innermost ``with Graph(...)`` of this thread/task.
 CURRENT_GRAPH: ContextVar[Graph | None] = ContextVar("current_graph", default=None)
 _INTERNAL_CODE: dict[CodeType, bool] = {}  # code object -> defined inside this package?
 
 
-def user_location() -> tuple[str, int] | None:
-    """file:line of the first stack frame outside this package (recorded per staged op);
-    the search starts at the caller's caller."""
-    f: FrameType | None = sys._getframe(2)
+def location_of(frame: FrameType | None) -> tuple[str, int] | None:
+    """file:line of ``frame``, or of the first frame below it that is outside this package
+    (where the user staged an op)."""
     internal = _INTERNAL_CODE.get
+    f = frame
     while f is not None:
         code = f.f_code
         inside = internal(code)
@@ -44,6 +44,12 @@ def user_location() -> tuple[str, int] | None:
             return (code.co_filename, f.f_lineno)
         f = f.f_back
     return None
+
+
+def user_location() -> tuple[str, int] | None:
+    """file:line of the first stack frame outside this package (recorded per staged op);
+    the search starts at the caller's caller."""
+    return location_of(sys._getframe(2))
 
 
 class Value:
@@ -167,6 +173,10 @@ def _infer(op: OpDef, types: list[ValueType], attrs: dict[str, Any]
            ) -> tuple[tuple[ValueType, ...], bool]:
     """``op``'s result types on operands of ``types`` (GRAPH-3, OPDT-1), and whether they
     need implicit promotion or broadcasting made explicit by lowering (GRAPH-7)."""
+    if len(types) != len(op.operands) and not (op.variadic and types):
+        want = "at least one operand" if op.variadic else \
+            f"{len(op.operands)} operands ({', '.join(op.operands)})"
+        op.fail(types, "GRAPH-4", f"expects {want}, got {len(types)}")
     norm = normalized_types(op, types)
     if types and norm[0].dtype not in op.dtypes:
         op.check_dtype(types, norm[0])  # raises OPDT-1
@@ -177,6 +187,23 @@ def _infer(op: OpDef, types: list[ValueType], attrs: dict[str, Any]
 #: held by the entry, so no other object has their ids while it is cached.
 _INFERRED: dict[tuple[Any, ...], tuple[tuple[ValueType, ...], tuple[ValueType, ...], bool]] = {}
 _INFERRED_SIZE = 4096
+
+
+def _remember_inferred(op: OpDef, types: list[ValueType]
+                       ) -> tuple[tuple[ValueType, ...], tuple[ValueType, ...], bool]:
+    """``_infer`` of an attribute-free node, kept in ``_INFERRED``."""
+    got = (tuple(types), *_infer(op, types, {}))
+    if len(_INFERRED) >= _INFERRED_SIZE:
+        _INFERRED.clear()
+    _INFERRED[(op, *map(id, types))] = got
+    return got
+
+
+def _result_values(graph: Graph, types: Sequence[ValueType]) -> tuple[Value, ...]:
+    """New values of ``graph`` for a node's results (most nodes: one tensor)."""
+    if len(types) == 1 and types[0].__class__ is TensorType:
+        return (TensorValue(graph, types[0]),)
+    return tuple([Value.of(graph, t) for t in types])
 
 
 class _GraphMeta(type):
@@ -223,50 +250,42 @@ class Graph(metaclass=_GraphMeta):
         self.inputs.append(v)
         return v
 
-    def stage(self, op: OpDef, operands: Sequence[Value], attrs: Mapping[str, Any]
-              ) -> tuple[Value, ...]:
+    def stage(self, op: OpDef, operands: Sequence[Value], attrs: Mapping[str, Any] | None,
+              location: tuple[str, int] | None = None) -> tuple[Value, ...]:
         """Type-check ``op`` on ``operands`` and append it; returns the result values.
 
         Operands may still need implicit promotion/broadcasting (the high level); the
-        lowering pass makes that explicit (GRAPH-7).
+        lowering pass makes that explicit (GRAPH-7). ``location``: where the user staged it
+        (default: the first stack frame outside this package).
         """
-        types = []
+        key: list[Any] = [op]  # the _INFERRED key, built while checking the operands
         for v in operands:
             if v.graph is not self:
                 raise GraphBuildError(f"{op.name}: operand {v!r} belongs to graph "
                                       f"{v.graph.name!r}, not {self.name!r}")
-            types.append(v.type)
-        if len(types) != len(op.operands) and not (op.variadic and types):
-            want = "at least one operand" if op.variadic else \
-                f"{len(op.operands)} operands ({', '.join(op.operands)})"
-            op.fail(types, "GRAPH-4", f"expects {want}, got {len(types)}")
+            key.append(id(v.type))
         if attrs:
             attrs = dict(attrs)
-            result_types, lower = _infer(op, types, attrs)
+            result_types, lower = _infer(op, [v.type for v in operands], attrs)
         else:  # most nodes: a type rule depends on the operand types alone, seen before
             attrs = {}
-            key = (op, *map(id, types))
-            got = _INFERRED.get(key)
-            if got is None:
-                got = (tuple(types), *_infer(op, types, attrs))
-                if len(_INFERRED) >= _INFERRED_SIZE:
-                    _INFERRED.clear()
-                _INFERRED[key] = got
+            got = _INFERRED.get(tuple(key)) or _remember_inferred(op, [v.type for v in operands])
             result_types, lower = got[1], got[2]
         if lower:
             self.needs_lowering = True
-        results = tuple([TensorValue(self, t) if t.__class__ is TensorType
-                         else Value.of(self, t) for t in result_types])
-        self.nodes.append(Node(op, tuple(operands), attrs, results, user_location()))
+        results = _result_values(self, result_types)
+        self.nodes.append(Node(op, tuple(operands), attrs, results,
+                               location or location_of(sys._getframe(1))))
         return results
 
     def append(self, op: OpDef, operands: tuple[Value, ...], attrs: dict[str, Any],
-               result_types: Sequence[ValueType]) -> tuple[Value, ...]:
+               result_types: Sequence[ValueType], location: tuple[str, int] | None = None
+               ) -> tuple[Value, ...]:
         """Append a node whose result types are known to be ``op``'s on these operands
         (a weak constant's: the tensor's type), without ``stage``'s checks."""
-        results = tuple([TensorValue(self, t) if t.__class__ is TensorType
-                         else Value.of(self, t) for t in result_types])
-        self.nodes.append(Node(op, operands, attrs, results, user_location()))
+        results = _result_values(self, result_types)
+        self.nodes.append(Node(op, operands, attrs, results,
+                               location or location_of(sys._getframe(1))))
         return results
 
     def output(self, *values: Value) -> None:

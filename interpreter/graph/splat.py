@@ -17,31 +17,33 @@ from typing import Any
 
 import numpy as np
 
+from ..dtype import DType
+
 __all__ = ["array_key", "splat"]
 
 #: Arrays up to this many bytes are keyed by their bytes, larger ones by a sha256 digest.
 _INLINE_BYTES = 256
 _PACK_DOUBLE = struct.Struct("<d").pack
 _SIZE = 1024
-#: (kind, value or its bits, dtype, shape) -> the shared splat, and by id(splat) -> (splat,
+#: (kind, value or its bits, DType, shape) -> the shared splat, and by id(splat) -> (splat,
 #: its key): each entry holds its array, so an id is not reused while cached.
 _BY_VALUE: dict[tuple[Any, ...], np.ndarray] = {}
 _KEYS: dict[int, tuple[np.ndarray, Hashable]] = {}
 
 
-def splat(value: Any, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray:
+def splat(value: Any, dtype: DType, shape: tuple[int, ...]) -> np.ndarray:
     """``value`` as a read-only ``dtype`` array of ``shape`` with all strides 0; shared per
     Python scalar (arrays, e.g. the seed's, get a new splat each time)."""
     cls = value.__class__
     if not (cls is float or cls is int or cls is bool):
-        return _new(value, dtype, shape)
+        return _new(value, dtype.to_numpy(), shape)
     by_value = (cls, _PACK_DOUBLE(value) if cls is float else value, dtype, shape)
     arr = _BY_VALUE.get(by_value)
     if arr is None:
         if len(_BY_VALUE) >= _SIZE:
             _BY_VALUE.clear()
             _KEYS.clear()
-        arr = _BY_VALUE[by_value] = _new(value, dtype, shape)
+        arr = _BY_VALUE[by_value] = _new(value, dtype.to_numpy(), shape)
         _KEYS[id(arr)] = (arr, array_key(arr))
     return arr
 

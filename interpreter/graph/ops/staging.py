@@ -12,7 +12,7 @@ from ...errors import GraphTypeError
 from ...promotion import broadcast_shapes, promote_dtypes
 from ...registry import OpDef, get_op
 from ...types import DeviceRef, TensorType
-from ..core import Graph, TensorValue, Value
+from ..core import Graph, TensorValue, Value, user_location
 from ..splat import splat
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "is_scalar",
     "stage",
     "stage1",
+    "stage_op",
     "weak_dtype",
 ]
 
@@ -36,6 +37,7 @@ DEFAULT_INT = DType.int64
 
 
 _CONSTANT = get_op("constant")
+_CPU = DeviceRef.CPU()
 
 #: Python and numpy scalar types staged as weak constants (PROMO-4).
 _SCALARS = (bool, int, float, np.generic)
@@ -76,14 +78,16 @@ def weak_dtype(op: str, value: Any, like: DType | None) -> DType:
 
 
 def constant(graph: Graph, value: Any, dtype: DType, device: DeviceRef,
-             shape: tuple[int, ...] = (), like: TensorType | None = None) -> TensorValue:
+             shape: tuple[int, ...] = (), like: TensorType | None = None,
+             location: tuple[str, int] | None = None) -> TensorValue:
     """A weak scalar constant, splatted to ``shape`` (a shared read-only broadcast view)."""
-    attrs = {"value": splat(value, dtype.to_numpy(), shape), "device": device}
+    attrs = {"value": splat(value, dtype, shape), "device": device}
+    loc = location or user_location()
     if (like is not None and like.dtype is dtype and like.shape == shape
             and like.device is device):  # the weak-constant case: the tensor's type
-        (v,) = graph.append(_CONSTANT, (), attrs, (like,))
+        (v,) = graph.append(_CONSTANT, (), attrs, (like,), loc)
     else:
-        (v,) = graph.stage(_CONSTANT, (), attrs)
+        (v,) = graph.stage(_CONSTANT, (), attrs, loc)
     return v  # type: ignore[return-value]
 
 
@@ -97,30 +101,44 @@ def graph_of(operands: Sequence[object]) -> Graph:
 def stage(name: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None
           ) -> tuple[Value, ...]:
     """Stage op ``name``; Python scalars among ``operands`` become weak constants."""
-    op = get_op(name)
+    return stage_op(get_op(name), operands, attrs, user_location())
+
+
+def stage_op(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
+             location: tuple[str, int] | None = None) -> tuple[Value, ...]:
+    """Stage registry op ``op`` (and its weak constants) as staged by the user at
+    ``location`` (default: the first stack frame outside this package)."""
+    loc = location or user_location()
     for a in operands:  # a plain loop: this is the staging hot path
-        if not isinstance(a, Value):
-            operands = _weak_constants(op, operands)
+        if a.__class__ is not TensorValue and not isinstance(a, Value):
+            operands = _weak_constants(op, operands, loc)
             break
     graph = operands[0].graph if operands else Graph.current
-    return graph.stage(op, operands, attrs or {})
+    return graph.stage(op, operands, attrs, loc)
 
 
-def _weak_constants(op: OpDef, operands: Sequence[Any]) -> list[Value]:
-    """Replace Python scalars by weak constants (PROMO-4); reject anything else."""
-    values = [a for a in operands if isinstance(a, Value)]
+def _weak_constants(op: OpDef, operands: Sequence[Any], location: tuple[str, int] | None
+                    ) -> list[Value]:
+    """Replace Python scalars by weak constants (PROMO-4); reject anything else.
+
+    A scalar takes the dtype of the promoted tensor operands, their device and (for a
+    broadcasting op) their broadcast shape, so the op needs no cast or ``broadcast_to``."""
+    values: list[Value] = []
+    promoted: list[Value] = []  # the tensor operands the scalars' dtype comes from
+    for i, a in enumerate(operands):
+        if isinstance(a, Value):
+            values.append(a)
+            if not op.promote or i in op.promote:
+                promoted.append(a)
     graph = values[0].graph if values else Graph.current
-    tensors = [operands[i] for i in op.promote or range(len(operands))
-               if isinstance(operands[i], Value)]
     like: DType | None = None
-    if len(tensors) == 1:
-        like = tensors[0].dtype
-    elif tensors:  # an unpromotable mix is reported by staging (PROMO-2) with the types
-        like = promote_dtypes([t.dtype for t in tensors]) or tensors[0].dtype
+    if len(promoted) == 1:
+        like = promoted[0].dtype
+    elif promoted:  # an unpromotable mix is reported by staging (PROMO-2) with the types
+        like = promote_dtypes([t.dtype for t in promoted]) or promoted[0].dtype
     like_type = values[0].type if values else None
-    device = like_type.device if like_type is not None else DeviceRef.CPU()
-    # splat to the tensors' broadcast shape: the op then needs no broadcast_to (LOWER-1)
-    shape: tuple[int, ...] = ()
+    device = like_type.device if like_type is not None else _CPU
+    shape: tuple[int, ...] = ()  # LOWER-1
     if op.broadcast and like_type is not None:
         shape = like_type.shape if len(values) == 1 else (
             broadcast_shapes([v.shape for v in values]) or ())
@@ -135,12 +153,12 @@ def _weak_constants(op: OpDef, operands: Sequence[Any]) -> list[Value]:
             if isinstance(a, np.generic):
                 a = a.item()
             wd = default_dtype(a) if like is None else weak_dtype(op.name, a, like)
-            a = constant(graph, a, wd, device, shape, like_type)
+            a = constant(graph, a, wd, device, shape, like_type, location)
         converted.append(a)
     return converted
 
 
 def stage1(name: str, operands: Sequence[Any], attrs: dict[str, Any] | None = None
            ) -> TensorValue:
-    (v,) = stage(name, operands, attrs)
+    (v,) = stage_op(get_op(name), operands, attrs, user_location())
     return v  # type: ignore[return-value]
