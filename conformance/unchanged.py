@@ -25,7 +25,7 @@ import numpy as np
 
 from interpreter.errors import ExecutorResultError, UnsupportedGraphError
 from interpreter.graph.core import Graph, Value
-from interpreter.graph.key import fresh_structural_key
+from interpreter.graph.key import fresh_structural_key, key_nodes
 from interpreter.types import BufferType, DeviceRef, TensorType
 
 __all__ = ["GraphChangedError", "Unchanged", "change_verdict", "graph_change"]
@@ -104,10 +104,8 @@ def _ops(nodes: Sequence[Any], most: int = 4) -> str:
 
 def _describe(before: Key, after: Key) -> str:
     """The first difference between two structural keys of one graph."""
-    b: list[Any] = list(before)
-    a: list[Any] = list(after)
-    ins, nodes, outs = b[0], b[1:-1], b[-1]
-    ins2, nodes2, outs2 = a[0], a[1:-1], a[-1]
+    ins, nodes, outs = key_nodes(before)
+    ins2, nodes2, outs2 = key_nodes(after)
     if ins != ins2:
         return (f"input types ({', '.join(map(_show, ins))}) -> "
                 f"({', '.join(map(_show, ins2))})")

@@ -13,7 +13,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DType"]
+__all__ = ["NUMPY_DTYPES", "DType"]
 
 
 class DType(Enum):
@@ -113,6 +113,8 @@ _TO_NUMPY: dict[DType, np.dtype[Any]] = {
     DType.float8_e4m3fn: np.dtype(ml_dtypes.float8_e4m3fn),
     DType.float8_e5m2: np.dtype(ml_dtypes.float8_e5m2),
 }
+#: ``DType.to_numpy()`` as a mapping, for loops that check many arrays (read only).
+NUMPY_DTYPES = _TO_NUMPY
 _FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items()}
 _SIGNED = frozenset({DType.int8, DType.int16, DType.int32, DType.int64})
 _UNSIGNED = frozenset({DType.uint8, DType.uint16, DType.uint32, DType.uint64})

@@ -114,12 +114,13 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None 
 
 
 def fresh_outputs(outputs: Sequence[Any], inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Copy any output that is a view, read-only, an input, or returned twice (EXEC-5)."""
+    """Copy any output that is not a plain array, a view, an input, returned twice, or
+    read-only (EXEC-5)."""
     taken = set(map(id, inputs))
     fresh: list[np.ndarray] = []
     for a in outputs:
-        if (not isinstance(a, np.ndarray) or a.base is not None or not a.flags.writeable
-                or id(a) in taken):
+        if (a.__class__ is not np.ndarray or a.base is not None or id(a) in taken
+                or not a.flags.writeable):
             a = np.array(a, copy=True)
         taken.add(id(a))
         fresh.append(a)

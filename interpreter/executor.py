@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from .debug import evaluate_debug
+from .dtype import NUMPY_DTYPES
 from .errors import ExecutorInputError, UnsupportedGraphError
 from .evaluate import evaluate, plan
 from .graph.core import Graph
@@ -39,10 +40,11 @@ def validate_inputs(who: str, graph: Graph, inputs: Sequence[Any]) -> None:
     if len(inputs) != len(graph.inputs):
         raise ExecutorInputError(f"{who}: graph {graph.name!r} expected {len(graph.inputs)} "
                                  f"inputs, got {len(inputs)} [EXEC-7]")
-    for a, v in zip(inputs, graph.inputs, strict=True):  # lengths checked above
-        t = v.type
+    numpy_dtype = NUMPY_DTYPES
+    for i, v in enumerate(graph.inputs):  # by index (lengths checked): no zip(strict) cost
+        a, t = inputs[i], v.type
         if (a.__class__ is not np.ndarray or a.shape != t.shape
-                or a.dtype != t.dtype.to_numpy()
+                or a.dtype != numpy_dtype[t.dtype]
                 or (t.__class__ is BufferType and not a.flags.writeable)):
             _input_error(who, graph, inputs)
 
@@ -54,7 +56,7 @@ def _input_error(who: str, graph: Graph, inputs: Sequence[Any]) -> None:
         if not isinstance(a, np.ndarray):
             raise ExecutorInputError(f"{who}: input {i} must be a numpy.ndarray for {t}, got "
                                      f"{type(a).__name__} [EXEC-7]")
-        if a.dtype != t.dtype.to_numpy() or a.shape != t.shape:
+        if a.dtype != NUMPY_DTYPES[t.dtype] or a.shape != t.shape:
             raise ExecutorInputError(f"{who}: input {i} is an array of dtype {a.dtype} and "
                                      f"shape {list(a.shape)}; expected {t} [EXEC-7]")
         if t.__class__ is BufferType and not a.flags.writeable:

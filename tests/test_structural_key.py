@@ -10,7 +10,7 @@ import pytest
 
 from interpreter.dtype import DType
 from interpreter.graph import Graph
-from interpreter.graph.key import structural_key
+from interpreter.graph.key import key_nodes, structural_key
 from interpreter.graph.splat import array_key, splat
 from interpreter.graph.text import parse, to_text
 from interpreter.registry import get_op
@@ -149,3 +149,17 @@ def test_an_array_that_is_not_a_shared_splat_is_keyed_by_its_bytes_each_time() -
     a.flags.writeable = True
     a[1] = 2.0
     assert array_key(a) != ro
+
+
+@pytest.mark.spec("JIT-2")
+def test_a_flat_key_splits_back_into_its_nodes() -> None:
+    """``key_nodes`` reads the flat key back per node (what the EXEC-15 message names)."""
+    g = _graph()
+    ins, nodes, outs = key_nodes(structural_key(g))
+    t = ("tensor", DType.float32, (2, 3))
+    assert [(i[0].__name__.lower()[:6], i[1], i[2]) for i in ins] == [t, t]
+    assert [(op.name, operands) for op, operands, _, _ in nodes] == [
+        ("add", (0, 0)), ("reshape", (2,)), ("constant", ())]
+    assert [len(results) for *_, results in nodes] == [1, 1, 1]
+    assert dict(nodes[1][2])["shape"] == (tuple, (3, 2))
+    assert outs == (3, 4)

@@ -92,16 +92,17 @@ def memoizable(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def signature(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None
-              ) -> Signature | None:
-    """The memo signature of ``fn(*args, **kwargs)`` called from this call site outside any
-    context; None when the call cannot be memoized: ``fn`` not declared ``memoizable``, an
-    implicit context that is not the default factory's eager one, an unrealized or
-    distributed tensor argument, a tensor keyword, an argument without an exact key."""
+def signature(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None,
+              location: tuple[str, int] | None = None) -> Signature | None:
+    """The memo signature of ``fn(*args, **kwargs)`` called outside any context from
+    ``location`` (default: this call site); None when the call cannot be memoized: ``fn``
+    not declared ``memoizable``, an implicit context that is not the default factory's
+    eager one, an unrealized or distributed tensor argument, a tensor keyword, an argument
+    without an exact key."""
     if (fn not in _PURE or default_factory() is not EagerRealizationContext
             or CURRENT_GRAPH.get() is not None):
         return None
-    parts: list[Hashable] = [fn, user_location()]
+    parts: list[Hashable] = [fn, location or user_location()]
     tensors: list[Tensor] = []
     for a in args:
         if a.__class__ is Tensor:
@@ -143,10 +144,9 @@ def replay(sig: Signature) -> Any:
               for i in m.inputs]
     results = ex.execute(m.graph, inputs)
     check_results(ex, m.graph, results)
-    outs = [Tensor.from_storage(r, t) for r, t in zip(results[1:], m.types, strict=True)]
-    if m.container is None:
-        return outs[0]
-    return m.container(outs)
+    if m.container is None:  # one tensor
+        return Tensor.from_storage(results[1], m.types[0])
+    return m.container([Tensor.from_storage(results[i + 1], t) for i, t in enumerate(m.types)])
 
 
 def remember(sig: Signature, ctx: EagerRealizationContext, out: Any,

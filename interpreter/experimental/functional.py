@@ -460,9 +460,10 @@ def _operator(name: str, reflected: bool = False) -> Callable[[Tensor, Any], Ten
     def method(self: Tensor, o: Any) -> Tensor:
         args = (o, self) if reflected else (self, o)
         ctx = CURRENT.get(None)
+        location = location_of(sys._getframe(1))
         if ctx is None:
-            return call(build, args)
-        return stage_op_in(ctx, op, args, location_of(sys._getframe(1)))
+            return call(build, args, None, location)
+        return stage_op_in(ctx, op, args, location)
 
     return method
 
@@ -473,9 +474,10 @@ def _unary_operator(name: str) -> Callable[[Tensor], Tensor]:
 
     def method(self: Tensor) -> Tensor:
         ctx = CURRENT.get(None)
+        location = location_of(sys._getframe(1))
         if ctx is None:
-            return call(build, (self,))
-        return stage_op_in(ctx, op, (self,), location_of(sys._getframe(1)))
+            return call(build, (self,), None, location)
+        return stage_op_in(ctx, op, (self,), location)
 
     return method
 

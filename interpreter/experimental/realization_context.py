@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtype import DType
+from ..dtype import NUMPY_DTYPES, DType
 from ..errors import ExecutorResultError, RealizationError
 from ..graph import ops
 from ..graph.core import CURRENT_GRAPH, BufferValue, Graph, TensorValue, Value
@@ -40,6 +40,7 @@ __all__ = [
     "check_results",
     "default_factory",
     "default_realization_context",
+    "distributed_error",
     "ensure_context",
     "seed",
     "set_default_realization_context",
@@ -155,8 +156,7 @@ class EagerRealizationContext(_Staging):
             if tensor.state is not None:
                 raise RealizationError("Only realized tensors may be graph sources. [REAL-3]")
             if tensor.is_distributed:
-                raise RealizationError("a distributed tensor is a source per shard; use "
-                                       "add_source [REAL-22]")
+                raise distributed_error(tensor)
             v = self.graph.add_input(tensor.global_type)
             self.sources[v] = tensor
             self.source_values[id(tensor)] = v
@@ -339,6 +339,12 @@ def _snapshot_for_readers(tensor: Tensor, writer: EagerRealizationContext) -> No
             del ctx.source_values[id(tensor)]
 
 
+def distributed_error(t: Tensor) -> RealizationError:
+    """What staging an op on a distributed tensor raises (a source is one device's, REAL-22)."""
+    return RealizationError(f"ops on a distributed tensor ({t.mapping}) are not supported; "
+                            "use local_shards, transfer_to or a collective [REAL-22]")
+
+
 def check_results(ex: Any, graph: Graph, results: Any) -> None:
     """Count, kind, dtype and shape of every returned buffer (REAL-35)."""
     outs = graph.outputs or []
@@ -346,10 +352,11 @@ def check_results(ex: Any, graph: Graph, results: Any) -> None:
         raise ExecutorResultError(f"{type(ex).__name__}.execute returned {len(results)} "
                                   f"outputs for graph {graph.name!r}, which declares "
                                   f"{len(outs)} [REAL-35]")
-    for r, v in zip(results, outs, strict=True):
-        t = v.type
+    numpy_dtype = NUMPY_DTYPES
+    for i, v in enumerate(outs):  # by index (lengths checked): no zip(strict) cost
+        r, t = results[i], v.type
         if (r.__class__ is not np.ndarray or r.shape != t.shape
-                or r.dtype != t.dtype.to_numpy()):
+                or r.dtype != numpy_dtype[t.dtype]):
             _result_error(ex, graph, results)
 
 
@@ -361,7 +368,7 @@ def _result_error(ex: Any, graph: Graph, results: Any) -> None:
         if r.__class__ is not np.ndarray:
             raise ExecutorResultError(f"{name}.execute: output {i} is a {type(r).__name__}, "
                                       f"expected a numpy.ndarray for {t} [REAL-35]")
-        if r.dtype != t.dtype.to_numpy() or r.shape != t.shape:
+        if r.dtype != NUMPY_DTYPES[t.dtype] or r.shape != t.shape:
             raise ExecutorResultError(f"{name}.execute: output {i} has dtype {r.dtype} and "
                                       f"shape {list(r.shape)}; the graph declares {t} "
                                       "[REAL-35]")
@@ -397,7 +404,8 @@ class GraphRealizationContext(_Staging):
     def source_value(self, tensor: Tensor) -> Value:
         if tensor.state is not None:
             raise RealizationError("Only realized tensors may be graph sources. [REAL-3]")
-        tensor.check_not_distributed("add_source")
+        if tensor.is_distributed:
+            raise distributed_error(tensor)
         t = tensor.global_type
         return stage_constant(self.graph, tensor.buffers[0], t.dtype, t.device)
 

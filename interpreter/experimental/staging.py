@@ -17,24 +17,23 @@ from ..graph.ops.staging import stage_op
 from ..registry.core import OpDef
 from . import eager_memo
 from .context import CURRENT, RealizationState, realize_context
-from .realization_context import implicit_context
+from .realization_context import distributed_error, implicit_context
 from .tensor import Tensor
 
 __all__ = ["buffer_in", "call", "stage_in", "stage_op_in", "value_in"]
 
 
 def _source(t: Tensor, ctx: Any) -> Value:
-    """A realized single-device tensor as a source of ``ctx`` (REAL-3, REAL-4)."""
-    sv = getattr(ctx, "source_value", None)  # our contexts; else the public protocol
-    if sv is None:
-        return ctx.add_source(t).value
-    v: Value = sv(t)
-    return v
-
-
-def _distributed_error(t: Tensor) -> RealizationError:
-    return RealizationError(f"ops on a distributed tensor ({t.mapping}) are not supported; "
-                            "use local_shards, transfer_to or a collective [REAL-22]")
+    """A realized tensor as a source of ``ctx`` (REAL-3, REAL-4); our contexts refuse a
+    distributed one (``distributed_error``)."""
+    sv = getattr(ctx, "source_value", None)
+    if sv is None:  # a context with just the public protocol
+        if t.is_distributed:
+            raise distributed_error(t)
+        v: Value = ctx.add_source(t).value
+        return v
+    source: Value = sv(t)
+    return source
 
 
 def value_in(t: Tensor, ctx: Any) -> TensorValue:
@@ -48,12 +47,10 @@ def value_in(t: Tensor, ctx: Any) -> TensorValue:
                                    "realizing it [REAL-13]")
         st = None
     if st is None:
-        if t.is_distributed:
-            raise _distributed_error(t)
         return _source(t, ctx)  # type: ignore[return-value]
     vals = st.values
     if len(vals) != 1:
-        raise _distributed_error(t)
+        raise distributed_error(t)
     v = vals[0]
     if v.__class__ is BufferValue:
         return ops.buffer_load(v)
@@ -129,15 +126,16 @@ def stage_op_in(ctx: Any, op: OpDef, args: Sequence[Any], location: tuple[str, i
     return ctx.create_unrealized((v,))
 
 
-def call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None = None
-         ) -> Any:
+def call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None = None,
+         location: tuple[str, int] | None = None) -> Any:
     """Stage ``fn`` in the current context, or in an implicit one realized on return: for
     a ``memoizable`` graph builder, the graph kept by the eager-op memo when the call's
-    signature was seen before (REAL-49)."""
+    signature was seen before (REAL-49). ``location``: the user's call site, when the
+    caller knows it (else found on the stack)."""
     ctx = CURRENT.get(None)
     if ctx is not None:
         return stage_in(ctx, fn, args, kwargs)
-    sig = eager_memo.signature(fn, args, kwargs)
+    sig = eager_memo.signature(fn, args, kwargs, location)
     if sig is not None and sig.memo is not None:
         return eager_memo.replay(sig)
     ctx = implicit_context()

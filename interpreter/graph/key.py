@@ -1,7 +1,7 @@
 """The structural key of a graph: a hashable identity of its computation (JIT-2, COMP-9).
 
-``structural_key(graph)`` is a tuple built in one walk over the graph: the input types, per
-node its op (the registry entry itself), operand positions, attributes (each value tagged
+``structural_key(graph)`` is a flat tuple built in one walk over the graph: the input types,
+per node its op (the registry entry itself), operand positions, attributes (each value tagged
 with its kind; floats by their bits, arrays by ``splat.array_key``: dtype, shape and bytes
 or, when large, a sha256 digest) and result types, then the output positions. Two graphs
 with equal keys are the same computation; the name and source locations are not part of
@@ -26,7 +26,7 @@ from .core import Graph, Value
 from .splat import array_key
 from .text import format_attr, to_text
 
-__all__ = ["fresh_structural_key", "structural_key"]
+__all__ = ["fresh_structural_key", "key_nodes", "structural_key"]
 
 _PACK_DOUBLE = struct.Struct("<d").pack
 
@@ -59,21 +59,48 @@ def _type_key(t: ValueType) -> Hashable:
     return (t.__class__, t.dtype, t.shape, d.device_type, d.id)
 
 
+def _attrs_key(attrs: dict[str, Any]) -> Hashable:
+    return tuple([(k, _attr_key(x)) for k, x in sorted(attrs.items())])
+
+
 def _compute(graph: Graph) -> tuple[Hashable, ...]:
-    index: dict[Value, int] = {}
-    for v in graph.inputs:
-        index[v] = len(index)
-    parts: list[Hashable] = [tuple([_type_key(v.type) for v in graph.inputs])]
+    """The key as one flat tuple: the input types, per node its op, operand positions,
+    attributes and one entry per result type, then the output positions. Unambiguous: an
+    op (an ``OpDef``) starts each node, and a result type's entry is a tuple."""
+    index: dict[Value, int] = {v: i for i, v in enumerate(graph.inputs)}
+    position = index.__getitem__
+    parts: list[Hashable] = [tuple(map(_type_key, graph.input_types))]
+    add = parts.append
     for node in graph.nodes:
         attrs = node.attrs
-        parts.append((node.op, tuple([index[v] for v in node.operands]),
-                      tuple([(k, _attr_key(attrs[k])) for k in sorted(attrs)]) if attrs
-                      else (), tuple([_type_key(v.type) for v in node.results])))
+        add(node.op)
+        add(tuple(map(position, node.operands)))
+        add(_attrs_key(attrs) if attrs else ())
         for v in node.results:
+            t = v.type
+            d = t.device
+            add((t.__class__, t.dtype, t.shape, d.device_type, d.id))  # _type_key, inline
             index[v] = len(index)
     outs = graph.outputs
-    parts.append(None if outs is None else tuple([index[v] for v in outs]))
+    add(None if outs is None else tuple(map(position, outs)))
     return tuple(parts)
+
+
+def key_nodes(key: tuple[Hashable, ...]) -> tuple[Any, list[tuple[Any, ...]], Any]:
+    """A key split back into its input types, per node ``(op, operand positions,
+    attributes, result types)`` and the output positions (for describing a difference)."""
+    flat = list(key)
+    nodes: list[tuple[Any, ...]] = []
+    i = 1
+    while i < len(flat) - 1:
+        op, operands, attrs = flat[i:i + 3]
+        i += 3
+        results = []
+        while i < len(flat) - 1 and isinstance(flat[i], tuple):
+            results.append(flat[i])
+            i += 1
+        nodes.append((op, operands, attrs, tuple(results)))
+    return flat[0], nodes, flat[-1]
 
 
 def fresh_structural_key(graph: Graph) -> tuple[Hashable, ...]:
