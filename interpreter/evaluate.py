@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ExecutorInputError
 from .graph.core import Graph, Node, Value
 from .registry.core import OpDef, as_results
 from .types import DeviceRef
@@ -24,8 +25,11 @@ __all__ = ["OnNode", "Plan", "evaluate", "fresh_outputs", "node_note", "plan"]
 
 #: ``on_node(position, node, operand_arrays, result_arrays)``, called after each kernel.
 OnNode = Callable[[int, Node, list[Any], tuple[Any, ...]], None]
-#: One loop step of a :class:`Plan`: node, kernel, operands, attributes, operands dying here.
-Step = tuple[Node, Callable[..., Any], tuple[Value, ...], dict[str, Any], tuple[Value, ...]]
+#: One loop step of a :class:`Plan`: position, node, kernel, operand registers, attributes,
+#: the register of its one result (-1: it has another number of results), all its result
+#: registers, the registers read here for the last time.
+Step = tuple[int, Node, Callable[..., Any], tuple[int, ...], dict[str, Any], int,
+             tuple[int, ...], tuple[int, ...]]
 
 
 def node_note(node: Node, pos: int) -> str:
@@ -36,29 +40,44 @@ def node_note(node: Node, pos: int) -> str:
 
 
 class Plan:
-    """The nodes of one graph state as loop steps, and what an executor's refusal checks.
+    """The nodes of one graph state as loop steps over numbered registers, and what an
+    executor's refusal checks.
 
-    A step is ``(node, kernel, operands, attrs, dead)``: the node's kernel, operands and
-    attributes read once here rather than per execution, and the operands it reads for the
-    last time (``dead``; graph outputs never die). ``ops`` are the distinct ops (by name,
-    first use first), ``off_cpu`` the off-CPU result devices (each with the first op producing
-    a value there). Valid while the graph keeps the same node and output lists of the same
-    lengths (staging appends; lowering and passes replace the lists)."""
+    Every value has a register: the inputs ``0..n-1``, then the results in node order.
+    A step is ``(pos, node, kernel, operands, attrs, one, results, dead)``: the node's
+    kernel, operand registers and attributes read once here rather than per execution, its
+    result registers (``one``: the only one, or -1) and the registers it reads for the last
+    time (``dead``; graph outputs never die). ``ops`` are the distinct ops (by name, first
+    use first), ``off_cpu`` the off-CPU result devices (each with the first op producing a
+    value there). Valid while the graph keeps the same input, node and output lists of the
+    same lengths (staging appends; lowering and passes replace the lists)."""
 
-    __slots__ = ("nodes", "off_cpu", "ops", "outputs", "size", "steps")
+    __slots__ = ("inputs", "nodes", "off_cpu", "ops", "outputs", "registers", "size", "steps",
+                 "to_return")
 
     def __init__(self, graph: Graph) -> None:
-        self.nodes, self.outputs = graph.nodes, graph.outputs  # held: identities stay unique
-        self.size = (len(graph.nodes), len(graph.outputs or ()))
-        read_later: set[Value] = set(graph.outputs or ())
+        self.inputs, self.nodes, self.outputs = graph.inputs, graph.nodes, graph.outputs
+        outputs = graph.outputs or []
+        self.size = (len(graph.inputs), len(graph.nodes), len(outputs))
+        reg: dict[Value, int] = {v: i for i, v in enumerate(graph.inputs)}
+        for node in graph.nodes:
+            for r in node.results:
+                reg[r] = len(reg)
+        self.registers = len(reg)
+        self.to_return = [reg[v] for v in outputs]
+        read_later: set[Value] = set(outputs)
         steps: list[Step] = []
-        for node in reversed(graph.nodes):  # a value dies at the last node reading it
+        for pos in range(len(graph.nodes) - 1, -1, -1):  # a value dies at its last reader
+            node = graph.nodes[pos]
             dead = []
             for v in node.operands:
                 if v not in read_later:
                     read_later.add(v)
-                    dead.append(v)
-            steps.append((node, node.op.kernel, node.operands, node.attrs, tuple(dead)))
+                    dead.append(reg[v])
+            results = tuple(reg[r] for r in node.results)
+            steps.append((pos, node, node.op.kernel, tuple(reg[v] for v in node.operands),
+                          node.attrs, results[0] if len(results) == 1 else -1, results,
+                          tuple(dead)))
         steps.reverse()
         self.steps = steps
         self.ops: dict[str, OpDef] = {}
@@ -71,7 +90,8 @@ class Plan:
 
     def valid_for(self, graph: Graph) -> bool:
         return (self.nodes is graph.nodes and self.outputs is graph.outputs
-                and self.size == (len(graph.nodes), len(graph.outputs or ())))
+                and self.inputs is graph.inputs
+                and self.size == (len(graph.inputs), len(graph.nodes), len(graph.outputs or ())))
 
 
 def plan(graph: Graph) -> Plan:
@@ -87,30 +107,33 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None 
     """Execute ``graph`` (lowered, inputs validated) and return fresh output arrays.
 
     A kernel's exception propagates with its type unchanged and a note naming the node."""
-    env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
-    drop = env.pop
+    p = plan(graph)
+    if len(inputs) != len(graph.inputs):
+        raise ExecutorInputError(f"evaluate: graph {graph.name!r} expected "
+                                 f"{len(graph.inputs)} inputs, got {len(inputs)} [EXEC-7]")
+    env: list[Any] = [*inputs, *[None] * (p.registers - len(inputs))]  # register -> array
     with np.errstate(all="ignore"):  # IEEE results, never warnings (NUM-5)
-        for pos, (node, kernel, operands, attrs, dead) in enumerate(plan(graph).steps):
+        for pos, node, kernel, operands, attrs, one, results, dead in p.steps:
             try:
                 if attrs or len(operands) != 2:
-                    out = kernel(*[env[v] for v in operands], **attrs)
+                    out = kernel(*[env[i] for i in operands], **attrs)
                 else:  # a binary op without attributes, the most common node: no arg list
                     a, b = operands
                     out = kernel(env[a], env[b])
             except Exception as e:
                 e.add_note(node_note(node, pos))
                 raise
-            results = node.results
-            if len(results) == 1 and on_node is None:  # the common case, kept cheap:
-                env[results[0]] = out  # a one-result kernel returns it (``as_results``)
+            if one >= 0 and on_node is None:  # the common case, kept cheap:
+                env[one] = out  # a one-result kernel returns it (``as_results``)
             else:
                 outs = as_results(out)
                 if on_node is not None:  # operands are still in env: they die below
-                    on_node(pos, node, [env[v] for v in operands], outs)
-                env.update(zip(results, outs, strict=True))
-            for v in dead:
-                drop(v)
-    return fresh_outputs([env[v] for v in graph.outputs or ()], inputs)
+                    on_node(pos, node, [env[i] for i in operands], outs)
+                for i, o in zip(results, outs, strict=True):
+                    env[i] = o
+            for i in dead:
+                env[i] = None
+    return fresh_outputs([env[i] for i in p.to_return], inputs)
 
 
 def fresh_outputs(outputs: Sequence[Any], inputs: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -12,7 +12,7 @@ from interpreter.dtype import DType
 from interpreter.errors import ExecutorInputError
 from interpreter.executor import Executor, InterpreterExecutor, UnsupportedGraphError
 from interpreter.graph import BufferType, DeviceRef, Graph, TensorType, lower, ops
-from interpreter.registry import EXACT, REGISTRY, OpDef, register
+from interpreter.registry import EXACT, REGISTRY, OpDef, get_op, register
 from interpreter.registry.rules import elementwise
 from interpreter.testing import Buf, assert_same, build, run
 
@@ -301,11 +301,29 @@ def test_cached_plan_follows_the_graph_it_was_made_for() -> None:
         g.output(ops.add(a, b))
     ex = InterpreterExecutor()
     assert ex.refusal(g) is None
-    assert [step[0].op.name for step in plan(g).steps] == ["add"]
+    assert [step[1].op.name for step in plan(g).steps] == ["add"]
     (out,) = ex.execute(g, [np.array([1, 2, 3], np.int8), np.full(3, 0.5, np.float32)])
-    assert [step[0].op.name for step in plan(g).steps] == ["add"]  # ran a copy (EXEC-15)
+    assert [step[1].op.name for step in plan(g).steps] == ["add"]  # ran a copy (EXEC-15)
     lower(g)  # in place: new nodes, so a new plan
-    assert [step[0].op.name for step in plan(g).steps] == ["cast", "add"]
+    assert [step[1].op.name for step in plan(g).steps] == ["cast", "add"]
     assert out.dtype == np.float32 and out.tolist() == [1.5, 2.5, 3.5]
     (again,) = ex.execute(g, [np.array([4, 5, 6], np.int8), np.zeros(3, np.float32)])
     assert again.tolist() == [4.0, 5.0, 6.0] and plan(g) is plan(g)
+
+
+@pytest.mark.spec("EXEC-9")
+def test_a_plan_is_rebuilt_when_the_inputs_change() -> None:
+    """Registers are numbered inputs first: removing an unused input renumbers them, so the
+    cached plan must not serve the graph afterwards."""
+    from interpreter.evaluate import evaluate, plan
+    from interpreter.graph.passes import remove_unused_inputs
+
+    g = Graph("g", [TensorType(F32, (2,)), TensorType(F32, (2,))])
+    (r,) = g.stage(get_op("negate"), (g.inputs[1],), {})
+    g.output(r)
+    x, y = np.zeros(2, np.float32), np.array([1.0, 2.0], np.float32)
+    first = plan(g)
+    assert evaluate(g, [x, y])[0].tolist() == [-1.0, -2.0]
+    assert remove_unused_inputs(g) == [1]
+    assert plan(g) is not first
+    assert evaluate(g, [y])[0].tolist() == [-1.0, -2.0]
