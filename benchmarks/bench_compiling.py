@@ -35,7 +35,7 @@ N_FULL = 4 * 1024 * 1024
 
 
 def _n(benchmark: Any) -> int:
-    return 4096 if benchmark.disabled else N_FULL  # smoke runs stay on the numpy tier
+    return 1024 if benchmark.disabled else N_FULL  # smoke runs stay on the numpy tier
 
 
 def _inputs(n: int) -> list[np.ndarray]:

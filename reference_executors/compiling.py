@@ -12,25 +12,25 @@ to full-size buffers. This is numexpr's approach without the dependency.
 Code generators, chosen by measurement (``benchmarks/bench_compiling.py``; this machine: 2
 cores shared by 8 sessions, best of several runs). Two tiers:
 
-- the numpy tier (every group; the only one below ``NATIVE_MIN`` elements): the generated
+- the numpy tier (every group; the only one for small groups, ``native_pays``): the generated
   Python above, compiled with ``compile()``: a 10-op graph in ~0.6 ms (budget 5 ms), 100 ops
   in ~5 ms, 1000 ops in ~125 ms, far below MAX 26.7's ~1.6 s. Its cost is numpy's per-call
   dispatch per op and block and the float64 route of transcendentals: the 16-op chain on 4M
   float32 runs ~4.5x faster than the interpreter but at ~5% of copy bandwidth.
-- the native tier (``compiling_native``, COMP-13..18): a qualifying group of at least
-  ``NATIVE_MIN`` elements becomes one C loop (every op inline, per-op rounding exact,
-  vectorized by gcc, no libm call), compiled by the system ``cc`` once per kernel source and
-  cached on disk. Measured on the chain (float32): the C kernel is 4-7x faster than the
-  numpy tier at every size from 1K to 256K elements, but gcc takes ~0.2 s for a 10-op loop,
-  ~0.5 s for 100 ops and ~7 s for 1000 (hence ``NATIVE_MAX_OPS``); from 32K elements a run
-  saves ~0.7 ms, so the threshold keeps the conformance suite's small graphs (and CI) off the
-  compiler while a tensor workload repays the one-time compile within a few hundred calls
-  (a few with the disk cache warm). On 4M elements the chain runs in one native kernel in
-  17-20 ms (interpreter 390-720 ms: 23-36x; numpy tier 4-5x) at 21-24% of ``np.copyto``'s
-  bandwidth: ``exp`` (correctly rounded in double, ~1.5 ns per element on this shared
-  core) keeps it compute-bound, short of the issue's 60%. numba would add a dependency and
-  similar compile times; numexpr cannot express the per-op rounding or NUM-8; so C through
-  the system compiler, optional at run time (without it the numpy tier serves everything).
+- the native tier (``compiling_native``, COMP-13..18): a qualifying group of at least ``NATIVE_MIN``
+  elements (or ``NATIVE_MIN_FUSED`` with ``NATIVE_MIN_OPS`` ops) becomes one C loop (every op
+  inline, per-op rounding exact, vectorized by gcc, no libm call), compiled by the system ``cc``
+  once per kernel source and cached on disk. Measured on the chain (float32): the C kernel is 4-7x
+  faster than the numpy tier at every size from 1K to 256K elements, but gcc takes ~0.2 s for a
+  10-op loop, ~0.5 s for 100 ops and ~7 s for 1000 (hence ``NATIVE_MAX_OPS``); from 32K elements a
+  run saves ~0.7 ms, so the threshold keeps the conformance suite's small graphs (and CI) off the
+  compiler while a tensor workload repays the one-time compile within a few hundred calls (a few
+  with the disk cache warm). On 4M elements the chain runs in one native kernel in 17-20 ms
+  (interpreter 390-720 ms: 23-36x; numpy tier 4-5x) at 21-24% of ``np.copyto``'s bandwidth: ``exp``
+  (correctly rounded in double, ~1.5 ns per element on this shared core) keeps it compute-bound,
+  short of the issue's 60%. numba would add a dependency and similar compile times; numexpr cannot
+  express the per-op rounding or NUM-8; so C through the system compiler, optional at run time
+  (without it the numpy tier serves everything).
 
 Which kernel each op runs (COMP-6): an op whose registry kernel is a numpy ufunc (add, sub,
 mul, div, comparisons, logic, negate, abs, floor, ceil, round, trunc, is_nan, is_inf) calls
@@ -71,15 +71,21 @@ from interpreter.registry import REGISTRY
 from . import compiling_native
 from .compiling_plan import Group, Plan, plan_graph, value_ends
 
-__all__ = ["BLOCK", "CACHE_SIZE", "NATIVE_MAX_OPS", "NATIVE_MIN", "CompiledPlan",
-           "CompilingExecutor"]
+__all__ = ["BLOCK", "CACHE_SIZE", "NATIVE_MAX_OPS", "NATIVE_MIN", "NATIVE_MIN_FUSED",
+           "NATIVE_MIN_OPS", "CompiledPlan", "CompilingExecutor", "native_pays"]
 
 #: Elements per block of a fused kernel (float32: 64 KiB per scratch buffer).
 BLOCK = 16384
 #: Plans kept per executor instance (least recently used dropped first, COMP-9).
 CACHE_SIZE = 256
-#: Elements from which ``native="auto"`` compiles a fused group to C (COMP-13).
+#: Elements from which ``native="auto"`` compiles a fused group to C (COMP-14).
 NATIVE_MIN = 32768
+#: ... and from which it compiles a group of at least ``NATIVE_MIN_OPS`` member ops: above the
+#: conformance suite's shapes (at most 625 elements), where one C loop already beats the
+#: numpy tier's per-op dispatch (4096 f32, the 10-op chain of 6 weak scalars: ~22 against
+#: ~35 us per run; a 1-2 op group is faster in numpy: C's fixed cost is ~12 us a call).
+NATIVE_MIN_FUSED = 2048
+NATIVE_MIN_OPS = 4
 #: Most member ops of a group ``native="auto"`` compiles to C (gcc's time grows with the
 #: loop body: ~0.2 s for 10 ops, ~0.5 s for 100, ~7 s for 1000; COMP-14).
 NATIVE_MAX_OPS = 128
@@ -139,6 +145,13 @@ def _out_style(op_name: str, kernel: Any) -> bool:
     return isinstance(kernel, np.ufunc) or op_name in _DIRECT
 
 
+def native_pays(size: int, ops: int) -> bool:
+    """Whether ``native="auto"`` compiles a qualifying group of ``ops`` member ops on
+    ``size`` elements to C (COMP-14)."""
+    return ops <= NATIVE_MAX_OPS and (size >= NATIVE_MIN or (
+        size >= NATIVE_MIN_FUSED and ops >= NATIVE_MIN_OPS))
+
+
 class _Gen:
     """Generates the source of one plan's function."""
 
@@ -152,6 +165,8 @@ class _Gen:
         self.native_kernels = 0
         self.lines: list[str] = []
         self.allocated: set[int] = set()
+        #: constants whose array is one element broadcast (a weak scalar's splat), by value
+        self.splats: dict[Value, np.ndarray] = {}
 
     def name(self, v: Value) -> str:
         return f"v{self.plan.ids[v]}"
@@ -189,7 +204,9 @@ class _Gen:
     def node(self, pos: int) -> None:
         node = self.plan.graph.nodes[pos]
         if node.op.name == "constant":  # evaluated once, here: a read-only array (COMP-20)
-            self.ns[f"const{pos}"] = node.op.kernel(**node.attrs)
+            value = self.ns[f"const{pos}"] = node.op.kernel(**node.attrs)
+            if value.size > 1 and not any(value.strides):
+                self.splats[node.results[0]] = value
             self.lines.append(f"    {self.name(node.results[0])} = const{pos}")
             return
         self.ns[f"k{pos}"], self.ns[f"a{pos}"] = node.op.kernel, dict(node.attrs)
@@ -320,11 +337,11 @@ class _Gen:
 
     def native_group(self, g: Group, size: int) -> bool:
         """Emit ``g`` as one call of its C kernel if it qualifies (COMP-13); else False."""
-        if self.native is False or (self.native == "auto" and (
-                size < NATIVE_MIN or len(g.members) > NATIVE_MAX_OPS)):
+        if self.native is False or (self.native == "auto" and not native_pays(
+                size, len(g.members))):
             return False
         got = compiling_native.group_source(self.plan.graph.nodes, g.members, g.values,
-                                            g.outputs, size)
+                                            g.outputs, size, frozenset(self.splats))
         if got is None:
             return False
         source, ext, outs = got
@@ -334,11 +351,18 @@ class _Gen:
         gid = self.native_kernels
         self.native_kernels += 1
         self.ns[f"nk{gid}"] = kernel
-        # operands bound to names: a copy made by contig must outlive the call
-        names = [f"c{self.plan.ids[v]}" for v in ext]
-        for name, v in zip(names, ext, strict=True):
+        args = []
+        names = []  # operands bound to names: a copy made by contig must outlive the call
+        for v in ext:
+            splat = self.splats.get(v)
+            if splat is not None:  # its one element's address, read at [0] (held in ns)
+                self.ns[f"p{self.plan.ids[v]}"] = splat.ctypes.data
+                args.append(f"p{self.plan.ids[v]}")
+                continue
+            name = f"c{self.plan.ids[v]}"
+            names.append(name)
             self.lines.append(f"    {name} = contig({self.name(v)}, {self.dtype(v)})")
-        args = [f"{name}.ctypes.data" for name in names]
+            args.append(f"{name}.ctypes.data")
         args += [f"{self.name(v)}.ctypes.data" for v in outs]
         if self.threads > 1 and size >= compiling_native.PARALLEL_MIN:
             self.lines.append(f"    parallel(nk{gid}, {size}, {self.threads}, {', '.join(args)})")

@@ -211,14 +211,16 @@ def _expr(node: Node, args: list[str]) -> str | None:
 
 
 def group_source(nodes: Sequence[Node], members: Sequence[int], values: set[Value],
-                 outputs: Sequence[Value], size: int
+                 outputs: Sequence[Value], size: int, splats: frozenset[Value] = frozenset()
                  ) -> tuple[str, list[Value], list[Value]] | None:
     """C source of one fused group (function ``kernel(lo, hi, externals..., outputs...)``
     computing elements ``lo <= i < hi``) and
     its external operands in argument order; None when the group is outside the tier.
 
     An external operand is read at ``[i]`` when it has ``size`` elements, at ``[0]`` when it
-    has one (read through ``broadcast_to``); any other broadcast keeps the numpy path."""
+    has one (read through ``broadcast_to``) or is in ``splats`` (a value whose elements are
+    all one element: its caller passes that element's address); any other broadcast keeps
+    the numpy path."""
     ext: dict[Value, str] = {}
     local: dict[Value, str] = {}
     body: list[str] = []
@@ -234,7 +236,9 @@ def group_source(nodes: Sequence[Node], members: Sequence[int], values: set[Valu
             n = 1
             for d in v.type.shape:
                 n *= d
-            if n == size:
+            if v in splats:
+                args.append(f"{ext[v]}[0]")
+            elif n == size:
                 args.append(f"{ext[v]}[i]")
             elif n == 1 and node.op.name == "broadcast_to":
                 args.append(f"{ext[v]}[0]")

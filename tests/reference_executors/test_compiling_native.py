@@ -164,21 +164,46 @@ def test_the_chain_is_one_native_kernel_matching_the_reference(dtype: DType) -> 
 @pytest.mark.spec("COMP-14")
 def test_auto_serves_only_large_groups_and_small_graphs_never_call_the_compiler(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """Below ``NATIVE_MIN`` elements or above ``NATIVE_MAX_OPS`` ops ``auto`` keeps the
-    numpy path without looking for a compiler (the conformance suite's graphs compile as
-    fast as before); ``False`` never uses C; other values are a ``ValueError``."""
+    """Below ``NATIVE_MIN_FUSED`` elements, below ``NATIVE_MIN`` with fewer than
+    ``NATIVE_MIN_OPS`` ops, or above ``NATIVE_MAX_OPS`` ops ``auto`` keeps the numpy path
+    without looking for a compiler (the conformance suite's graphs compile as fast as
+    before); ``False`` never uses C; other values are a ``ValueError``."""
     def boom(*a: Any) -> None:
         raise AssertionError("compiler called")
 
     monkeypatch.setattr(compiling_native, "build", boom)
-    plan = CompilingExecutor().compile(chain16(compiling.NATIVE_MIN - 1))
+    plan = CompilingExecutor().compile(chain16(compiling.NATIVE_MIN_FUSED - 1))
     assert (plan.kernel_count, plan.native_kernel_count) == (1, 0)
+    few = chain_n(compiling.NATIVE_MIN_OPS - 1, compiling.NATIVE_MIN - 1)
+    assert CompilingExecutor().compile(few).native_kernel_count == 0
     plan = CompilingExecutor(native=False).compile(chain16(compiling.NATIVE_MIN))
     assert plan.native_kernel_count == 0
     long = chain_n(compiling.NATIVE_MAX_OPS + 1, compiling.NATIVE_MIN)  # gcc would take ~1 s
     assert CompilingExecutor().compile(long).native_kernel_count == 0
     with pytest.raises(ValueError, match=r"native='yes'.*\[COMP-13\]"):
         CompilingExecutor(native="yes")
+
+
+@needs_cc
+@pytest.mark.spec("COMP-14", "COMP-15")
+def test_auto_compiles_a_group_of_several_ops_from_native_min_fused_with_scalars_in_place(
+        ) -> None:
+    """From ``NATIVE_MIN_FUSED`` elements a group of ``NATIVE_MIN_OPS`` or more ops is one C
+    loop; its weak scalars (splat constants) are read as one element each, not copied to
+    full arrays, and the result is the reference's, byte for byte."""
+    n = compiling.NATIVE_MIN_FUSED
+
+    def build() -> Any:
+        with Graph("scalars", [TensorType(DType.float32, (n,))]) as g:
+            (x,) = g.inputs
+            g.output(ops.div(ops.sub(ops.mul(ops.add(x, 1.5), x), -0.0), 3.0))
+        return g
+
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    got, ref, plan = run_both(build, [x])
+    assert (plan.kernel_count, plan.native_kernel_count) == (1, 1)
+    assert plan.source.count("contig(") == 1  # x only: the 4 scalars go by address
+    assert same(got[0], ref[0])
 
 
 @pytest.mark.spec("COMP-17")

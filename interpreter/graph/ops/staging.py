@@ -41,6 +41,7 @@ _CPU = DeviceRef.CPU()
 
 #: Python and numpy scalar types staged as weak constants (PROMO-4).
 _SCALARS = (bool, int, float, np.generic)
+_PYTHON_SCALARS = (float, int, bool)
 _BOOLS = (bool, np.bool_)
 _INTS = (int, np.integer)
 
@@ -123,6 +124,14 @@ def _weak_constants(op: OpDef, operands: Sequence[Any], location: tuple[str, int
 
     A scalar takes the dtype of the promoted tensor operands, their device and (for a
     broadcasting op) their broadcast shape, so the op needs no cast or ``broadcast_to``."""
+    if len(operands) == 2 and op.broadcast and op.promote == (0, 1):  # `x + 1.0`, `2 * x`:
+        a, b = operands  # the most common case, spelled out: the scalar takes x's type
+        tensor, scalar = (a, b) if isinstance(a, Value) else (b, a)
+        t = getattr(tensor, "type", None)
+        if t.__class__ is TensorType and scalar.__class__ in _PYTHON_SCALARS:
+            c = constant(tensor.graph, scalar, weak_dtype(op.name, scalar, t.dtype), t.device,
+                         t.shape, t, location)
+            return [tensor, c] if tensor is a else [c, tensor]
     values: list[Value] = []
     promoted: list[Value] = []  # the tensor operands the scalars' dtype comes from
     for i, a in enumerate(operands):
