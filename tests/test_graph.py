@@ -149,3 +149,19 @@ def test_less_lowers_to_greater_with_swapped_operands() -> None:
 def test_source_location_is_recorded() -> None:
     g = build(lambda x: ops.exp(x), np.zeros(1, np.float32))
     assert g.nodes[0].location_str().startswith(__file__)
+
+
+@pytest.mark.spec("GRAPH-7")
+def test_a_deep_line_of_a_long_function_is_recorded_exactly() -> None:
+    """The staging site is the user's frame and bytecode offset; its line is computed only
+    when shown, and is the line of the call (here line 302 of a generated function)."""
+    filler = "".join(f"    v{i} = {i}\n" for i in range(300))
+    src = f"def body(x):\n{filler}    return ops.negate(x)\n"
+    namespace: dict[str, object] = {"ops": ops}
+    exec(compile(src, "<generated>", "exec"), namespace)
+    g = build(namespace["body"], np.zeros(2, np.float32))  # type: ignore[arg-type]
+    (node,) = g.nodes
+    assert node.location == ("<generated>", 302)
+    assert node.location_str() == "<generated>:302"
+    copy = lower(Graph.parse(g.to_text()))
+    assert copy.nodes[0].location is None  # the text form carries no sites

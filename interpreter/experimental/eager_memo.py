@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..dtype import DType
-from ..graph.core import CURRENT_GRAPH, Graph, user_location
+from ..graph.core import CURRENT_GRAPH, Graph, Site, user_location
 from ..selection import default_executor
 from ..types import DeviceRef, TensorType
 from .realization_context import (
@@ -93,7 +93,7 @@ def memoizable(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def signature(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None,
-              location: tuple[str, int] | None = None) -> Signature | None:
+              location: Site | None = None) -> Signature | None:
     """The memo signature of ``fn(*args, **kwargs)`` called outside any context from
     ``location`` (default: this call site); None when the call cannot be memoized: ``fn``
     not declared ``memoizable``, an implicit context that is not the default factory's

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import RealizationError
 from ..graph import ops
-from ..graph.core import CURRENT_GRAPH, BufferValue, TensorValue, Value
+from ..graph.core import CURRENT_GRAPH, BufferValue, Site, TensorValue, Value
 from ..graph.ops.staging import stage_op
 from ..registry.core import OpDef
 from . import eager_memo
@@ -116,18 +116,20 @@ def stage_in(ctx: Any, fn: Callable[..., Any], args: Sequence[Any],
     return _wrap(out, ctx)
 
 
-def stage_op_in(ctx: Any, op: OpDef, args: Sequence[Any], location: tuple[str, int] | None
+def stage_op_in(ctx: Any, op: OpDef, args: Sequence[Any], location: Site | None
                 ) -> Tensor:
     """Registry op ``op`` on ``args`` (tensors and Python scalars) staged in ``ctx`` by the
     user at ``location``: ``stage_in`` of a graph builder that stages just ``op``, without
     its layers (the path of ``Tensor``'s operators inside a context)."""
-    vals = [value_in(a, ctx) if a.__class__ is Tensor else a for a in args]
+    vals = []
+    for a in args:  # a loop, not a comprehension: no function frame on the hottest path
+        vals.append(value_in(a, ctx) if a.__class__ is Tensor else a)
     (v,) = stage_op(op, vals, None, location)
     return ctx.create_unrealized((v,))
 
 
 def call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None = None,
-         location: tuple[str, int] | None = None) -> Any:
+         location: Site | None = None) -> Any:
     """Stage ``fn`` in the current context, or in an implicit one realized on return: for
     a ``memoizable`` graph builder, the graph kept by the eager-op memo when the call's
     signature was seen before (REAL-49). ``location``: the user's call site, when the

@@ -21,16 +21,25 @@ from .normalize import normalized_types
 if TYPE_CHECKING:
     from ..dtype import DType
 
-__all__ = ["CURRENT_GRAPH", "BufferValue", "Graph", "Node", "TensorValue", "Value",
-           "location_of", "user_location"]
+__all__ = ["CURRENT_GRAPH", "BufferValue", "Graph", "Node", "Site", "TensorValue", "Value",
+           "location_of", "site_location", "user_location"]
 
 #: The graph being built by the innermost ``with Graph(...)`` of this thread/task.
 CURRENT_GRAPH: ContextVar[Graph | None] = ContextVar("current_graph", default=None)
 _INTERNAL_CODE: dict[CodeType, bool] = {}  # code object -> defined inside this package?
 
 
-def location_of(frame: FrameType | None) -> tuple[str, int] | None:
-    """file:line of ``frame``, or of the first frame below it that is outside this package
+#: Where the user staged a node: the frame's ``(code object, bytecode offset)`` as recorded
+#: while staging (no line number computed: ``f_lineno`` scans the code's line table, ~16 us
+#: at line 2000 of a function), or an already known ``(file, line)``; ``site_location``
+#: turns either into ``(file, line)``.
+Site = tuple[Any, int]
+_LINES: dict[Site, int] = {}  # (code, offset) -> line, filled when a location is shown
+_LINES_SIZE = 4096
+
+
+def location_of(frame: FrameType | None) -> Site | None:
+    """The site of ``frame``, or of the first frame below it that is outside this package
     (where the user staged an op)."""
     internal = _INTERNAL_CODE.get
     f = frame
@@ -41,15 +50,32 @@ def location_of(frame: FrameType | None) -> tuple[str, int] | None:
             mod = f.f_globals.get("__name__", "")
             inside = _INTERNAL_CODE[code] = mod == "interpreter" or mod.startswith("interpreter.")
         if not inside:
-            return (code.co_filename, f.f_lineno)
+            return (code, f.f_lasti)
         f = f.f_back
     return None
 
 
-def user_location() -> tuple[str, int] | None:
-    """file:line of the first stack frame outside this package (recorded per staged op);
+def user_location() -> Site | None:
+    """The site of the first stack frame outside this package (recorded per staged op);
     the search starts at the caller's caller."""
     return location_of(sys._getframe(2))
+
+
+def site_location(site: Site | None) -> tuple[str, int] | None:
+    """``(file, line)`` of a site (None: unknown)."""
+    if site is None:
+        return None
+    code, where = site
+    if not isinstance(code, CodeType):
+        return site  # already (file, line)
+    line = _LINES.get(site)
+    if line is None:
+        line = next((ln for start, end, ln in code.co_lines() if start <= where < end
+                     and ln is not None), code.co_firstlineno)
+        if len(_LINES) >= _LINES_SIZE:
+            _LINES.clear()
+        _LINES[site] = line
+    return (code.co_filename, line)
 
 
 class Value:
@@ -148,22 +174,32 @@ class BufferValue(Value):
 class Node:
     """One staged op: registry entry, operand values, attributes and result values."""
 
-    __slots__ = ("attrs", "location", "op", "operands", "results")
+    __slots__ = ("attrs", "op", "operands", "results", "site")
 
     def __init__(self, op: OpDef, operands: tuple[Value, ...], attrs: dict[str, Any],
-                 results: tuple[Value, ...], location: tuple[str, int] | None = None) -> None:
+                 results: tuple[Value, ...], site: Site | None = None) -> None:
         self.op = op
         self.operands = operands
         self.attrs = attrs
         self.results = results
-        self.location = location
+        self.site = site  # copy this (not ``location``) to keep where a node came from
 
     @property
     def name(self) -> str:
         return self.op.name
 
+    @property
+    def location(self) -> tuple[str, int] | None:
+        """``(file, line)`` where the user staged this node (None: unknown)."""
+        return site_location(self.site)
+
+    @location.setter
+    def location(self, value: tuple[str, int] | None) -> None:
+        self.site = value
+
     def location_str(self) -> str:
-        return f"{self.location[0]}:{self.location[1]}" if self.location else "<unknown>"
+        loc = self.location
+        return f"{loc[0]}:{loc[1]}" if loc else "<unknown>"
 
     def __repr__(self) -> str:
         return f"Node({self.op.name}, attrs={self.attrs})"
@@ -251,7 +287,7 @@ class Graph(metaclass=_GraphMeta):
         return v
 
     def stage(self, op: OpDef, operands: Sequence[Value], attrs: Mapping[str, Any] | None,
-              location: tuple[str, int] | None = None) -> tuple[Value, ...]:
+              location: Site | None = None) -> tuple[Value, ...]:
         """Type-check ``op`` on ``operands`` and append it; returns the result values.
 
         Operands may still need implicit promotion/broadcasting (the high level); the
@@ -279,7 +315,7 @@ class Graph(metaclass=_GraphMeta):
         return results
 
     def append(self, op: OpDef, operands: tuple[Value, ...], attrs: dict[str, Any],
-               result_types: Sequence[ValueType], location: tuple[str, int] | None = None
+               result_types: Sequence[ValueType], location: Site | None = None
                ) -> tuple[Value, ...]:
         """Append a node whose result types are known to be ``op``'s on these operands
         (a weak constant's: the tensor's type), without ``stage``'s checks."""

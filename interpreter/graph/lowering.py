@@ -30,7 +30,7 @@ def lower(graph: Graph) -> Graph:
     def emit(op: OpDef, operand: Value, attrs: dict[str, object], loc: Node) -> Value:
         (result_type,) = op.infer(op, [operand.type], attrs)
         result = Value.of(graph, result_type)
-        nodes.append(Node(op, (operand,), attrs, (result,), loc.location))
+        nodes.append(Node(op, (operand,), attrs, (result,), loc.site))
         return result
 
     for node in graph.nodes:
@@ -68,7 +68,7 @@ def lowered(graph: Graph) -> Graph:
     env: dict[Value, Value] = dict(zip(graph.inputs, copy.inputs, strict=True))
     for node in graph.nodes:
         results = copy.stage(node.op, [env[v] for v in node.operands], node.attrs)
-        copy.nodes[-1].location = node.location
+        copy.nodes[-1].site = node.site
         env.update(zip(node.results, results, strict=True))
     if graph.outputs is not None:
         copy.output(*(env[v] for v in graph.outputs))

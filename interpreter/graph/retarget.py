@@ -37,7 +37,7 @@ def retarget(graph: Graph, device: DeviceRef | None = None) -> Graph:
         attrs: dict[str, Any] = {k: target if isinstance(a, DeviceRef) else a
                                  for k, a in node.attrs.items()}
         results = g.stage(node.op, [env[v] for v in node.operands], attrs)
-        g.nodes[-1].location = node.location
+        g.nodes[-1].site = node.site
         env.update(zip(node.results, results, strict=True))
     if graph.outputs is not None:
         g.output(*(env[v] for v in graph.outputs))

@@ -499,7 +499,7 @@ class _Parser:
         except Exception as e:
             raise _fail(op_tok, f"operands and attributes valid for op {op.name!r}",
                         f"{type(e).__name__}: {e}") from e
-        g.nodes[-1].location = None
+        g.nodes[-1].site = None
         inferred = [r.type for r in results]
         if types != inferred:
             want = ", ".join(map(str, inferred)) or "no result types"

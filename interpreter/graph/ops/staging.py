@@ -12,7 +12,7 @@ from ...errors import GraphTypeError
 from ...promotion import broadcast_shapes, promote_dtypes
 from ...registry import OpDef, get_op
 from ...types import DeviceRef, TensorType
-from ..core import Graph, TensorValue, Value, user_location
+from ..core import Graph, Site, TensorValue, Value, user_location
 from ..splat import splat
 
 __all__ = [
@@ -80,7 +80,7 @@ def weak_dtype(op: str, value: Any, like: DType | None) -> DType:
 
 def constant(graph: Graph, value: Any, dtype: DType, device: DeviceRef,
              shape: tuple[int, ...] = (), like: TensorType | None = None,
-             location: tuple[str, int] | None = None) -> TensorValue:
+             location: Site | None = None) -> TensorValue:
     """A weak scalar constant, splatted to ``shape`` (a shared read-only broadcast view)."""
     attrs = {"value": splat(value, dtype, shape), "device": device}
     loc = location or user_location()
@@ -106,7 +106,7 @@ def stage(name: str, operands: Sequence[Any], attrs: dict[str, Any] | None = Non
 
 
 def stage_op(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any] | None = None,
-             location: tuple[str, int] | None = None) -> tuple[Value, ...]:
+             location: Site | None = None) -> tuple[Value, ...]:
     """Stage registry op ``op`` (and its weak constants) as staged by the user at
     ``location`` (default: the first stack frame outside this package)."""
     loc = location or user_location()
@@ -118,7 +118,7 @@ def stage_op(op: OpDef, operands: Sequence[Any], attrs: dict[str, Any] | None = 
     return graph.stage(op, operands, attrs, loc)
 
 
-def _weak_constants(op: OpDef, operands: Sequence[Any], location: tuple[str, int] | None
+def _weak_constants(op: OpDef, operands: Sequence[Any], location: Site | None
                     ) -> list[Value]:
     """Replace Python scalars by weak constants (PROMO-4); reject anything else.
 
