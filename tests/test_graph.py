@@ -11,7 +11,7 @@ from interpreter.dtype import DType
 from interpreter.errors import EagerConformanceError, GraphBuildError, GraphVerificationError
 from interpreter.executor import InterpreterExecutor
 from interpreter.graph import BufferType, Graph, TensorType, TensorValue, lower, ops
-from interpreter.graph.passes import dead_code_elimination, remove_unused_inputs, verify
+from interpreter.graph.passes import dead_code_elimination, prune, remove_unused_inputs, verify
 from interpreter.testing import assert_same, build
 
 F32 = DType.float32
@@ -116,6 +116,27 @@ def test_remove_unused_inputs_keeps_order() -> None:
     assert g.inputs[0] is b and g.inputs[1] is d
     x = [np.array([1.0], np.float32), np.array([2.0], np.float32)]
     assert_same(InterpreterExecutor().execute(g, x)[0], np.array([3.0], np.float32))
+
+
+@pytest.mark.spec("GRAPH-8", "GRAPH-9")
+def test_prune_is_dce_then_unused_inputs_in_one_walk() -> None:
+    """An input read only by dead code goes too; the others keep their order."""
+    def staged() -> Graph:
+        types = [TensorType(F32, (2,)), TensorType(F32, (2,)), BufferType(F32, (2,))]
+        with Graph("g", types) as g:
+            a, b, buf = g.inputs
+            _dead = ops.exp(b)  # b is read only here
+            ops.buffer_store(buf, ops.sqrt(a))
+            g.output(a * 2.0)
+        return g
+
+    one, two = staged(), staged()
+    assert prune(one) == [0, 2]
+    dead_code_elimination(two)
+    assert remove_unused_inputs(two) == [0, 2]
+    assert [n.name for n in one.nodes] == [n.name for n in two.nodes] == [
+        "sqrt", "buffer_store", "constant", "mul"]
+    assert [v.type for v in one.inputs] == [v.type for v in two.inputs]
 
 
 @pytest.mark.spec("GRAPH-10")

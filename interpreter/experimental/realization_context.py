@@ -25,7 +25,7 @@ from ..graph import ops
 from ..graph.core import CURRENT_GRAPH, BufferValue, Graph, TensorValue, Value
 from ..graph.lowering import lower
 from ..graph.ops.staging import constant as stage_constant
-from ..graph.passes import dead_code_elimination, remove_unused_inputs
+from ..graph.passes import prune
 from ..selection import PreferInterpreterExecutor, SetterContext, build_executor, default_executor
 from ..types import DeviceRef, TensorType
 from .context import CURRENT, RealizationState, current_realization_context
@@ -239,9 +239,8 @@ class EagerRealizationContext(_Staging):
         self.unrealized = alive
         g.outputs = None
         g.output(*out_values)
-        dead_code_elimination(g)
         before = g.inputs
-        kept = remove_unused_inputs(g)
+        kept = prune(g)  # dead code, then unused inputs (GRAPH-8, GRAPH-9)
         if len(kept) != len(before):
             keep = set(kept)
             for i, v in enumerate(before):

@@ -60,7 +60,12 @@ def _type_key(t: ValueType) -> Hashable:
 
 
 def _attrs_key(attrs: dict[str, Any]) -> Hashable:
-    return tuple([(k, _attr_key(x)) for k, x in sorted(attrs.items())])
+    """Name, key, name, key, ... in name order (flat: fewer tuples)."""
+    flat: list[Hashable] = []
+    for name in sorted(attrs):
+        flat.append(name)
+        flat.append(_attr_key(attrs[name]))
+    return tuple(flat)
 
 
 def _compute(graph: Graph) -> tuple[Hashable, ...]:
@@ -89,11 +94,12 @@ def _compute(graph: Graph) -> tuple[Hashable, ...]:
 def key_nodes(key: tuple[Hashable, ...]) -> tuple[Any, list[tuple[Any, ...]], Any]:
     """A key split back into its input types, per node ``(op, operand positions,
     attributes, result types)`` and the output positions (for describing a difference)."""
-    flat = list(key)
+    flat: list[Any] = list(key)
     nodes: list[tuple[Any, ...]] = []
     i = 1
     while i < len(flat) - 1:
-        op, operands, attrs = flat[i:i + 3]
+        op, operands, flat_attrs = flat[i:i + 3]
+        attrs = tuple(zip(flat_attrs[::2], flat_attrs[1::2], strict=True))  # (name, key)
         i += 3
         results = []
         while i < len(flat) - 1 and isinstance(flat[i], tuple):

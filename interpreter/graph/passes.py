@@ -7,7 +7,28 @@ from ..types import TensorType
 from .core import Graph, Value
 from .normalize import normalized_types
 
-__all__ = ["dead_code_elimination", "remove_unused_inputs", "verify"]
+__all__ = ["dead_code_elimination", "prune", "remove_unused_inputs", "verify"]
+
+
+def _live_values(graph: Graph) -> set[Value]:
+    """Drop dead nodes (GRAPH-8) and return the values the remaining nodes and outputs use."""
+    live: set[Value] = set(graph.outputs or ())
+    kept = []
+    for node in reversed(graph.nodes):
+        if node.op.side_effect or not live.isdisjoint(node.results):
+            kept.append(node)
+            live.update(node.operands)
+    if len(kept) != len(graph.nodes):
+        kept.reverse()
+        graph.nodes = kept
+    return live
+
+
+def _keep_inputs(graph: Graph, used: set[Value]) -> list[int]:
+    kept = [i for i, v in enumerate(graph.inputs) if v in used]
+    if len(kept) != len(graph.inputs):
+        graph.inputs = [graph.inputs[i] for i in kept]
+    return kept
 
 
 def dead_code_elimination(graph: Graph) -> int:
@@ -16,17 +37,9 @@ def dead_code_elimination(graph: Graph) -> int:
     Side-effecting nodes (stores) and everything they depend on are kept, in order.
     Returns the number of nodes removed.
     """
-    live: set[Value] = set(graph.outputs or ())
-    kept = []
-    for node in reversed(graph.nodes):
-        if node.op.side_effect or not live.isdisjoint(node.results):
-            kept.append(node)
-            live.update(node.operands)
-    removed = len(graph.nodes) - len(kept)
-    if removed:
-        kept.reverse()
-        graph.nodes = kept
-    return removed
+    before = len(graph.nodes)
+    _live_values(graph)
+    return before - len(graph.nodes)
 
 
 def remove_unused_inputs(graph: Graph) -> list[int]:
@@ -37,10 +50,14 @@ def remove_unused_inputs(graph: Graph) -> list[int]:
     used: set[Value] = set(graph.outputs or ())
     for node in graph.nodes:
         used.update(node.operands)
-    kept = [i for i, v in enumerate(graph.inputs) if v in used]
-    if len(kept) != len(graph.inputs):
-        graph.inputs = [graph.inputs[i] for i in kept]
-    return kept
+    return _keep_inputs(graph, used)
+
+
+def prune(graph: Graph) -> list[int]:
+    """``dead_code_elimination`` then ``remove_unused_inputs`` in one walk over the nodes
+    (what the kept nodes read is known once the dead ones are gone); returns the original
+    indices of the inputs kept."""
+    return _keep_inputs(graph, _live_values(graph))
 
 
 def verify(graph: Graph) -> None:
