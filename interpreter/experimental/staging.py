@@ -121,10 +121,18 @@ def stage_op_in(ctx: Any, op: OpDef, args: Sequence[Any], location: Site | None
     """Registry op ``op`` on ``args`` (tensors and Python scalars) staged in ``ctx`` by the
     user at ``location``: ``stage_in`` of a graph builder that stages just ``op``, without
     its layers (the path of ``Tensor``'s operators inside a context)."""
-    vals = []
+    vals: list[Any] = []
+    scalars = False
     for a in args:  # a loop, not a comprehension: no function frame on the hottest path
-        vals.append(value_in(a, ctx) if a.__class__ is Tensor else a)
-    (v,) = stage_op(op, vals, None, location)
+        if a.__class__ is Tensor:
+            vals.append(value_in(a, ctx))
+        else:
+            vals.append(a)
+            scalars = True
+    if scalars:  # Python scalars become weak constants (PROMO-4)
+        (v,) = stage_op(op, vals, None, location)
+    else:
+        (v,) = ctx.graph.stage(op, vals, None, location)
     return ctx.create_unrealized((v,))
 
 

@@ -315,14 +315,13 @@ class Graph(metaclass=_GraphMeta):
         return results
 
     def append(self, op: OpDef, operands: tuple[Value, ...], attrs: dict[str, Any],
-               result_types: Sequence[ValueType], location: Site | None = None
-               ) -> tuple[Value, ...]:
-        """Append a node whose result types are known to be ``op``'s on these operands
-        (a weak constant's: the tensor's type), without ``stage``'s checks."""
-        results = _result_values(self, result_types)
-        self.nodes.append(Node(op, operands, attrs, results,
+               result_type: TensorType, location: Site | None = None) -> TensorValue:
+        """Append a node with one tensor result whose type is known to be ``op``'s on these
+        operands (a weak constant's: the tensor's type), without ``stage``'s checks."""
+        result = TensorValue(self, result_type)
+        self.nodes.append(Node(op, operands, attrs, (result,),
                                location or location_of(sys._getframe(1))))
-        return results
+        return result
 
     def output(self, *values: Value) -> None:
         """Set the graph outputs (GRAPH-6). May be called once."""

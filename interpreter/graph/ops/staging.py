@@ -86,9 +86,8 @@ def constant(graph: Graph, value: Any, dtype: DType, device: DeviceRef,
     loc = location or user_location()
     if (like is not None and like.dtype is dtype and like.shape == shape
             and like.device is device):  # the weak-constant case: the tensor's type
-        (v,) = graph.append(_CONSTANT, (), attrs, (like,), loc)
-    else:
-        (v,) = graph.stage(_CONSTANT, (), attrs, loc)
+        return graph.append(_CONSTANT, (), attrs, like, loc)
+    (v,) = graph.stage(_CONSTANT, (), attrs, loc)
     return v  # type: ignore[return-value]
 
 
