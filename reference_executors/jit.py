@@ -101,6 +101,10 @@ class JitExecutor:
         self.sync_on_interpreter_fallback = sync_on_interpreter_fallback
         self.cache_size = cache_size
         self._cache: OrderedDict[Hashable, _Entry] = OrderedDict()
+        #: (key, entry) of the last structure served: a loop running one structure again
+        #: compares keys once instead of hashing its key twice (get, then move_to_end).
+        #: Whatever moves an entry to the LRU end sets it, so it is always the newest.
+        self._last: tuple[Hashable, _Entry] | None = None
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         #: compiles submitted so far (a structure evicted and seen again counts twice).
@@ -136,21 +140,27 @@ class JitExecutor:
     def _entry(self, graph: Graph) -> tuple[_Entry, bool]:
         """The cache entry of ``graph``'s structure, and whether this call created it."""
         key = structural_key(graph)
+        last = self._last
+        if last is not None and (last[0] is key or last[0] == key):
+            return last[1], False
         entry = self._cache.get(key)  # a hit needs no lock: each OrderedDict call is atomic
         if entry is not None:
             try:
                 self._cache.move_to_end(key)
             except KeyError:  # evicted by another thread meanwhile: the entry still serves
                 pass
+            self._last = (key, entry)
             return entry, False
         with self._lock:
             entry = self._cache.get(key)
             if entry is not None:
+                self._last = (key, entry)
                 return entry, False
             # the compile sees the graph as given, whatever the interpreter does to it
             entry = self._cache[key] = _Entry(graph.to_text())
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)[1].evicted = True
+            self._last = (key, entry)
             self.submitted += 1
         return entry, True
 

@@ -166,13 +166,13 @@ def test_less_lowers_to_greater_with_swapped_operands() -> None:
     assert lt.tolist() == [True, False, False] and le.tolist() == [True, False, False]
 
 
-@pytest.mark.spec("GRAPH-7")
+@pytest.mark.spec("GRAPH-12")
 def test_source_location_is_recorded() -> None:
     g = build(lambda x: ops.exp(x), np.zeros(1, np.float32))
     assert g.nodes[0].location_str().startswith(__file__)
 
 
-@pytest.mark.spec("GRAPH-7")
+@pytest.mark.spec("GRAPH-12")
 def test_a_deep_line_of_a_long_function_is_recorded_exactly() -> None:
     """The staging site is the user's frame and bytecode offset; its line is computed only
     when shown, and is the line of the call (here line 302 of a generated function)."""

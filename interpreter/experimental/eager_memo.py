@@ -140,8 +140,9 @@ def replay(sig: Signature) -> Any:
     ex = default_executor()
     seed_array = seed().storages[0]  # type: ignore[index]
     tensors = sig.tensors
-    inputs = [seed_array if i < 0 else tensors[i].storages[0]  # type: ignore[index]
-              for i in m.inputs]
+    inputs = []
+    for i in m.inputs:  # a loop: a comprehension's frame costs more here
+        inputs.append(seed_array if i < 0 else tensors[i].storages[0])  # type: ignore[index]
     results = ex.execute(m.graph, inputs)
     check_results(ex, m.graph, results)
     if m.container is None:  # one tensor

@@ -279,7 +279,9 @@ class EagerRealizationContext(_Staging):
                                    "completed. [REAL-10]")
         outputs, graph = self.finalize_graph()
         sources = self.sources
-        inputs = [sources[v].storages[0] for v in graph.inputs]  # type: ignore[index]
+        inputs = []
+        for v in graph.inputs:  # a loop: a comprehension's frame costs more here
+            inputs.append(sources[v].storages[0])  # type: ignore[index]
         ex = self._executor
         if self._seed_count:
             with _SEED_LOCK:

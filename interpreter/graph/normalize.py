@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..errors import GraphShapeError, GraphTypeError
 from ..promotion import broadcast_shapes, promote_dtypes
-from ..registry import OpDef
+from ..registry.core import OpDef
 from ..types import TensorType, ValueType
 
 __all__ = ["normalized_types"]

@@ -221,6 +221,25 @@ def test_the_cache_is_a_bounded_lru() -> None:
 
 
 @pytest.mark.spec("JIT-9")
+def test_repeated_calls_of_one_structure_keep_it_most_recently_used() -> None:
+    """The last structure served is found by one key comparison (no LRU update per call);
+    it still counts as the most recently used when another structure needs room."""
+    compiler = FakeCompiler()
+    e = jit(compiler, cache_size=2)
+    graphs = [build(lambda x, k=k: x * float(k), f32(1)) for k in range(3)]
+    keys = [structural_key(g) for g in graphs]
+    for g in (graphs[0], graphs[1]):
+        e.execute(g, [f32(1)])
+        e.wait_compiled()
+    for _ in range(3):  # 0 again, three times: served as the last structure after the first
+        e.execute(build(lambda x: x * 0.0, f32(1)), [f32(1)])
+    assert e.cached_keys() == [keys[1], keys[0]]
+    e.execute(graphs[2], [f32(1)])  # evicts 1, not the hot 0
+    e.wait_compiled()
+    assert e.cached_keys() == [keys[0], keys[2]] and compiler.compiles == 3
+
+
+@pytest.mark.spec("JIT-9")
 def test_a_compile_evicted_before_it_started_is_skipped() -> None:
     compiler = FakeCompiler(gated=True)
     e = jit(compiler, cache_size=1)

@@ -10,7 +10,7 @@ from ...dtype import DType
 from ...errors import GraphTypeError
 from ...rounding import round_f64
 from ...types import DeviceRef
-from ..core import Graph, TensorValue
+from ..core import TensorValue
 from .staging import stage1
 
 
@@ -87,7 +87,6 @@ def range(start: float, stop: float | None = None, step: float = 1, dtype: DType
     if dtype is None:
         dtype = (DType.int64 if all(isinstance(v, int) for v in (start, stop, step))
                  else DType.float32)
-    Graph.current  # noqa: B018 - fail early with a clear error when there is no graph
     return stage1("range", (), {"start": start, "stop": stop, "step": step, "dtype": dtype,
                                 "device": device or DeviceRef.CPU()})
 
