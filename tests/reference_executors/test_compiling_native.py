@@ -365,3 +365,13 @@ def test_split_calls_work_in_a_forked_child() -> None:
         if child.is_alive():
             child.kill()
     assert got == expected.tobytes()
+
+
+@pytest.mark.spec("COMP-13")
+def test_kernel_arguments_are_the_arrays_addresses_writable_or_not() -> None:
+    a = np.arange(6, dtype=np.float32)
+    ro = a.copy()
+    ro.flags.writeable = False
+    empty = np.empty(0, np.float32)
+    for x in (a, ro, empty):
+        assert compiling.address(x) == x.ctypes.data
