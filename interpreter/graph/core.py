@@ -47,6 +47,8 @@ def location_of(frame: FrameType | None) -> Site | None:
         code = f.f_code
         inside = internal(code)
         if inside is None:
+            if len(_INTERNAL_CODE) >= _LINES_SIZE:  # code made at run time (exec, notebooks)
+                _INTERNAL_CODE.clear()
             mod = f.f_globals.get("__name__", "")
             inside = _INTERNAL_CODE[code] = mod == "interpreter" or mod.startswith("interpreter.")
         if not inside:
