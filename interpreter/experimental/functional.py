@@ -34,7 +34,7 @@ from .distributed import collective, distribute, gather_to
 from .eager_memo import memoizable
 from .mesh import DeviceMapping, DeviceMesh
 from .realization_context import LazyRealizationContext, implicit_context
-from .staging import buffer_in, call, stage_op_in, value_in
+from .staging import buffer_in, call, call_op, value_in
 from .tensor import Tensor
 
 _DEFAULT_DTYPE = DType.float32
@@ -452,18 +452,16 @@ def _op_builder(op: OpDef) -> Callable[..., TensorValue]:
 
 
 def _operator(name: str, reflected: bool = False) -> Callable[[Tensor, Any], Tensor]:
-    """``self <op> o`` for registry op ``name`` (``o <op> self`` when ``reflected``): staged
-    straight into the current context, the hottest path; else an implicit one (``call``)."""
+    """``self <op> o`` for registry op ``name`` (``o <op> self`` when ``reflected``)."""
     op = get_op(name)
     build = _op_builder(op)
 
-    def method(self: Tensor, o: Any) -> Tensor:
-        args = (o, self) if reflected else (self, o)
-        ctx = CURRENT.get(None)
-        location = location_of(sys._getframe(1))
-        if ctx is None:
-            return call(build, args, None, location)
-        return stage_op_in(ctx, op, args, location)
+    if reflected:
+        def method(self: Tensor, o: Any) -> Tensor:
+            return call_op(op, build, (o, self), location_of(sys._getframe(1)))
+    else:
+        def method(self: Tensor, o: Any) -> Tensor:
+            return call_op(op, build, (self, o), location_of(sys._getframe(1)))
 
     return method
 
@@ -473,11 +471,7 @@ def _unary_operator(name: str) -> Callable[[Tensor], Tensor]:
     build = _op_builder(op)
 
     def method(self: Tensor) -> Tensor:
-        ctx = CURRENT.get(None)
-        location = location_of(sys._getframe(1))
-        if ctx is None:
-            return call(build, (self,), None, location)
-        return stage_op_in(ctx, op, (self,), location)
+        return call_op(op, build, (self,), location_of(sys._getframe(1)))
 
     return method
 
@@ -518,11 +512,12 @@ def install_tensor_methods() -> None:
     for name, op_name in binary.items():
         setattr(Tensor, f"__{name}__", _operator(op_name))
         setattr(Tensor, f"__r{name}__", _operator(op_name, reflected=True))
-    compare = {"eq": ("equal", False), "ne": ("not_equal", False), "gt": ("greater", False),
-               "ge": ("greater_equal", False), "lt": ("greater", True),  # o > self
-               "le": ("greater_equal", True)}
-    for name, (op_name, reflected) in compare.items():
-        setattr(Tensor, f"__{name}__", _operator(op_name, reflected))
+    compare = {"eq": "equal", "ne": "not_equal", "gt": "greater", "ge": "greater_equal"}
+    for name, op_name in compare.items():
+        setattr(Tensor, f"__{name}__", _operator(op_name))
+    # `<` and `<=` are `greater(o, self)`: their builders take self's source first (LOWER-3)
+    Tensor.__lt__ = _forward(ops.less)  # type: ignore[method-assign]
+    Tensor.__le__ = _forward(ops.less_equal)  # type: ignore[method-assign]
     for name, op_name in {"neg": "negate", "abs": "abs", "invert": "logical_not"}.items():
         setattr(Tensor, f"__{name}__", _unary_operator(op_name))
     Tensor.__matmul__ = _forward(ops.matmul)  # type: ignore[method-assign]

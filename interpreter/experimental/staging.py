@@ -20,7 +20,7 @@ from .context import CURRENT, RealizationState, realize_context
 from .realization_context import distributed_error, implicit_context
 from .tensor import Tensor
 
-__all__ = ["buffer_in", "call", "stage_in", "stage_op_in", "value_in"]
+__all__ = ["buffer_in", "call", "call_op", "stage_in", "value_in"]
 
 
 def _source(t: Tensor, ctx: Any) -> Value:
@@ -116,11 +116,15 @@ def stage_in(ctx: Any, fn: Callable[..., Any], args: Sequence[Any],
     return _wrap(out, ctx)
 
 
-def stage_op_in(ctx: Any, op: OpDef, args: Sequence[Any], location: Site | None
-                ) -> Tensor:
-    """Registry op ``op`` on ``args`` (tensors and Python scalars) staged in ``ctx`` by the
-    user at ``location``: ``stage_in`` of a graph builder that stages just ``op``, without
-    its layers (the path of ``Tensor``'s operators inside a context)."""
+def call_op(op: OpDef, build: Callable[..., Any], args: Sequence[Any],
+            location: Site | None) -> Tensor:
+    """Registry op ``op`` on ``args`` (tensors and Python scalars), staged by the user at
+    ``location`` (the path of ``Tensor``'s operators). In a context: straight into its
+    graph, without ``stage_in``'s layers; outside any: ``call(build, ...)``, with ``build``
+    the graph builder staging just ``op`` (so the eager-op memo applies, REAL-49)."""
+    ctx = CURRENT.get(None)
+    if ctx is None:
+        return call(build, args, None, location)
     vals: list[Any] = []
     scalars = False
     for a in args:  # a loop, not a comprehension: no function frame on the hottest path

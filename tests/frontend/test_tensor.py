@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from interpreter.errors import EagerConformanceError
 from interpreter.experimental.realization_context import (
     EagerRealizationContext,
     GraphRealizationContext,
+    LazyRealizationContext,
 )
 from interpreter.experimental.tensor import RealizationState, Tensor, realization_context
 from interpreter.graph import DeviceRef, Graph, TensorType
@@ -119,6 +121,40 @@ def test_ieee_comparisons_with_nan() -> None:
     assert (x >= y).to_numpy().tolist() == [False, False, True]
     assert (x == y).to_numpy().tolist() == [False, False, True]
     assert (x != y).to_numpy().tolist() == [True, True, False]
+
+
+_DUNDERS: list[tuple[str, Any, Any]] = [  # (name, the operator, the F function it is)
+    ("+", lambda x, y: x + y, F.add), ("r+", lambda x, y: 2.5 + x, lambda x, y: F.add(2.5, x)),
+    ("-", lambda x, y: x - y, F.sub), ("r-", lambda x, y: 1 - x, lambda x, y: F.sub(1, x)),
+    ("*", lambda x, y: x * 3.0, lambda x, y: F.mul(x, 3.0)), ("/", lambda x, y: x / y, F.div),
+    ("//", lambda x, y: x // y, F.floor_div), ("%", lambda x, y: x % y, F.mod),
+    ("**", lambda x, y: x ** y, F.pow), ("==", lambda x, y: x == y, F.equal),
+    ("!=", lambda x, y: x != y, F.not_equal), (">", lambda x, y: x > y, F.greater),
+    (">=", lambda x, y: x >= y, F.greater_equal), ("<", lambda x, y: x < y, F.less),
+    ("<=", lambda x, y: x <= y, F.less_equal), ("neg", lambda x, y: -x, lambda x, y: F.negate(x)),
+    ("abs", lambda x, y: abs(x), lambda x, y: F.abs(x)),
+    ("&", lambda x, y: (x > 0) & (y > 0), lambda x, y: F.logical_and(x > 0, y > 0)),
+    ("|", lambda x, y: (x > 0) | (y > 0), lambda x, y: F.logical_or(x > 0, y > 0)),
+    ("^", lambda x, y: (x > 0) ^ (y > 0), lambda x, y: F.logical_xor(x > 0, y > 0)),
+    ("~", lambda x, y: ~(x > 0), lambda x, y: F.logical_not(x > 0)),
+]
+
+
+@pytest.mark.spec("REAL-24")
+@pytest.mark.parametrize(("name", "dunder", "function"), _DUNDERS, ids=[d[0] for d in _DUNDERS])
+def test_each_dunder_stages_what_its_f_function_stages(name: str, dunder: Any,
+                                                       function: Any) -> None:
+    """The operators stage their registry op directly (not through ``F``/``ops``): the graph
+    is the one the ``F`` function builds, node for node, weak scalars included."""
+    def staged(fn: Any) -> str:
+        ctx = LazyRealizationContext()
+        x, y = real(f32(1.0, -2.0)), real(f32(3.0, 0.5))
+        with ctx, realization_context(ctx):
+            out = fn(x, y)
+        ctx.graph.output(out.state.value)  # type: ignore[union-attr]
+        return ctx.graph.to_text()
+
+    assert staged(dunder) == staged(function)
 
 
 @pytest.mark.spec("REAL-24")
