@@ -51,7 +51,6 @@ float64, round once), so they are bit-identical to the reference, well inside ul
 
 from __future__ import annotations
 
-import ctypes
 import math
 import threading
 from collections import OrderedDict
@@ -67,6 +66,7 @@ from interpreter.fp import ignore_fp_errors, restore_fp_errors
 from interpreter.graph.core import Graph, Value
 from interpreter.graph.key import structural_key
 from interpreter.graph.lowering import lowered
+from interpreter.graph.splat import is_splat
 from interpreter.registry import REGISTRY
 
 from . import compiling_native
@@ -146,16 +146,6 @@ def _out_style(op_name: str, kernel: Any) -> bool:
     return isinstance(kernel, np.ufunc) or op_name in _DIRECT
 
 
-def address(a: Any) -> int:
-    """The address of a C-contiguous array's first element, for a native kernel call: through
-    a ctypes view of its buffer (~0.5 us) when it is writable, else ``a.ctypes.data``
-    (~2 us, numpy builds a helper object)."""
-    try:
-        return ctypes.addressof(ctypes.c_char.from_buffer(a))
-    except (TypeError, ValueError):  # read-only, or no bytes
-        return int(a.ctypes.data)
-
-
 def native_pays(size: int, ops: int) -> bool:
     """Whether ``native="auto"`` compiles a qualifying group of ``ops`` member ops on
     ``size`` elements to C (COMP-14)."""
@@ -171,7 +161,8 @@ class _Gen:
         self.plan, self.block, self.native, self.threads = plan, block, native, threads
         self.ns: dict[str, Any] = {"np": np, "asarray": np.asarray, "empty": np.empty,
                                    "broadcast_to": np.broadcast_to,
-                                   "contig": np.ascontiguousarray, "address": address,
+                                   "contig": np.ascontiguousarray,
+                                   "address": compiling_native.address,
                                    "parallel": compiling_native.run_parallel}
         self.native_kernels = 0
         self.lines: list[str] = []
@@ -216,7 +207,7 @@ class _Gen:
         node = self.plan.graph.nodes[pos]
         if node.op.name == "constant":  # evaluated once, here: a read-only array (COMP-20)
             value = self.ns[f"const{pos}"] = node.op.kernel(**node.attrs)
-            if value.size > 1 and not any(value.strides):
+            if is_splat(value):
                 self.splats[node.results[0]] = value
             self.lines.append(f"    {self.name(node.results[0])} = const{pos}")
             return

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..dtype import DType
 
-__all__ = ["array_key", "splat"]
+__all__ = ["array_key", "is_splat", "splat"]
 
 #: Arrays up to this many bytes are keyed by their bytes, larger ones by a sha256 digest.
 _INLINE_BYTES = 256
@@ -56,13 +56,18 @@ def _new(value: Any, dtype: np.dtype[Any], shape: tuple[int, ...]) -> np.ndarray
     return arr
 
 
+def is_splat(a: np.ndarray) -> bool:
+    """Whether ``a`` is one element broadcast (more than one element, all strides 0)."""
+    return a.size > 1 and not any(a.strides)
+
+
 def array_key(a: np.ndarray) -> Hashable:
     """``a`` as a hashable key: kind, dtype, shape and bytes (a splat: its one element's;
     more than ``_INLINE_BYTES``: their sha256). A shared splat's key is looked up."""
     got = _KEYS.get(id(a))
     if got is not None and got[0] is a:
         return got[1]
-    if a.size > 1 and not any(a.strides):  # a splat (broadcast view): one element
+    if is_splat(a):  # keyed by its one element
         return ("splat", a.dtype, a.shape, a[(0,) * a.ndim].tobytes())
     data = a.tobytes()
     if len(data) > _INLINE_BYTES:

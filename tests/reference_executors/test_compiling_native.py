@@ -374,4 +374,4 @@ def test_kernel_arguments_are_the_arrays_addresses_writable_or_not() -> None:
     ro.flags.writeable = False
     empty = np.empty(0, np.float32)
     for x in (a, ro, empty):
-        assert compiling.address(x) == x.ctypes.data
+        assert compiling_native.address(x) == x.ctypes.data
