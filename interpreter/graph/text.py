@@ -33,6 +33,7 @@ from ..errors import GraphParseError, GraphVerificationError
 from ..registry import REGISTRY
 from ..types import BufferType, DeviceRef, TensorType, ValueType
 from .core import Graph, Value
+from .splat import is_splat
 
 __all__ = ["format_attr", "install_graph_methods", "parse", "parse_attr", "structural_hash",
            "to_text"]
@@ -68,7 +69,7 @@ def format_attr(value: Any) -> str:
     """The text of one attribute value (TEXT-4); ``parse_attr`` reads it back exactly."""
     if isinstance(value, np.ndarray):
         dims = ",".join(map(str, value.shape))
-        if value.size > 1 and not any(value.strides):  # a splat (broadcast view), TEXT-4
+        if is_splat(value):  # one element broadcast (TEXT-4)
             return f"array<{_np_dtype(value).short}[{dims}] splat {_hex(value.flat[:1])}>"
         return f"array<{_np_dtype(value).short}[{dims}] {_hex(value)}>"
     if isinstance(value, np.generic):
