@@ -28,6 +28,8 @@ def test_graph_context_and_inputs() -> None:
         g.output(a + c)
     with pytest.raises(GraphBuildError, match="no current graph"):
         Graph.current  # noqa: B018
+    with pytest.raises(GraphBuildError, match="no current graph"):
+        ops.range(3)  # no operand to take a graph from
     assert TensorType(F32, (2,)).as_buffer().as_tensor() == TensorType(F32, (2,))
 
 

@@ -7,6 +7,7 @@ import pytest
 
 import interpreter.experimental.functional as F
 from interpreter.dtype import DType
+from interpreter.errors import RealizationError
 from interpreter.experimental.mesh import (
     DeviceMapping,
     DeviceMesh,
@@ -15,9 +16,12 @@ from interpreter.experimental.mesh import (
     Sharded,
     Unknown,
 )
-from interpreter.experimental.realization_context import EagerRealizationContext
+from interpreter.experimental.realization_context import (
+    EagerRealizationContext,
+    LazyRealizationContext,
+)
 from interpreter.experimental.tensor import Tensor, realization_context
-from interpreter.graph import BufferValue, DeviceRef
+from interpreter.graph import BufferValue, DeviceRef, Graph
 from interpreter.testing import assert_same
 
 CPU0, CPU1 = DeviceRef.CPU(0), DeviceRef.CPU(1)
@@ -62,6 +66,22 @@ def test_distribute_sharded_and_replicated() -> None:
     assert "mapping=" in repr(s)
     back = s.to(CPU0)
     assert back.device == CPU0 and back.to_numpy().tolist() == [0.0, 1, 2, 3, 4]
+
+
+@pytest.mark.spec("REAL-22")
+def test_an_op_on_a_distributed_tensor_says_so_in_every_context() -> None:
+    """Eager, in a lazy context and in a graph context: one RealizationError naming the
+    mapping and what to use instead."""
+    mesh = DeviceMesh((CPU0, CPU1), (2,), ("x",))
+    s = Tensor.from_dlpack(np.arange(4, dtype=np.float32)).to(DeviceMapping(mesh, (Sharded(0),)))
+    want = r"ops on a distributed tensor \(.*\) are not supported; use local_shards.*\[REAL-22\]"
+    with pytest.raises(RealizationError, match=want):
+        _ = s * 2.0
+    lazy = LazyRealizationContext()
+    with lazy, realization_context(lazy), pytest.raises(RealizationError, match=want):
+        _ = s + s
+    with Graph("g"), pytest.raises(RealizationError, match=want):
+        F.exp(s)
 
 
 @pytest.mark.spec("REAL-42")
