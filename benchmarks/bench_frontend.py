@@ -12,6 +12,8 @@ array; (b) the 10-op chain with 6 Python scalars on [64, 64] float32 in one eage
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -108,6 +110,26 @@ def stage_many(x: Tensor) -> Tensor:
     return y
 
 
+#: ``stage_many`` with its loop at line ~2000 of its function (a long notebook cell is one
+#: code object): staging must not pay for finding the line (GRAPH-12). The filler assigns
+#: one name (2000 distinct locals would make every call from the frame slow on CPython 3.11,
+#: whatever it calls: the frame outgrows the interpreter's data stack chunk).
+_DEEP_FILLER = 2000
+_deep_source = ("def stage_many_deep(x):\n"
+                + "".join(f"    _ = {i}\n" for i in range(_DEEP_FILLER))  # one local
+                + "    ctx = LazyRealizationContext()\n"
+                  "    with ctx, realization_context(ctx):\n"
+                  "        y = x\n"
+                  "        for _ in range(N_STAGED):\n"
+                  "            y = y + x\n"
+                  "    return y\n")
+_deep_namespace: dict[str, Any] = {"LazyRealizationContext": LazyRealizationContext,
+                                   "realization_context": realization_context,
+                                   "N_STAGED": N_STAGED}
+exec(compile(_deep_source, "<stage_many_deep>", "exec"), _deep_namespace)
+stage_many_deep: Callable[[Tensor], Tensor] = _deep_namespace["stage_many_deep"]
+
+
 def staging_floor(x: Tensor) -> None:
     """What staging an op cannot do without, N_STAGED times: the result value, the node
     (with its call site), the unrealized tensor with its state, the context's weakref to
@@ -140,3 +162,12 @@ def test_c_lazy_staging_per_op(benchmark, small: Tensor) -> None:  # type: ignor
     """Divide the reported time by N_STAGED for the per-op staging cost."""
     y = benchmark(stage_many, small)
     assert not y.real
+
+
+@pytest.mark.benchmark(group="c: stage N_STAGED ops vs N_STAGED numpy [4] adds")
+def test_c_lazy_staging_at_line_2000(benchmark, small: Tensor) -> None:  # type: ignore[no-untyped-def]
+    """``stage_many`` at line ~2000 of its function: the same per-op cost (GRAPH-12)."""
+    y = benchmark(stage_many_deep, small)
+    assert not y.real
+    node = y.state.values[0].graph.nodes[-1]  # type: ignore[union-attr]
+    assert node.location == ("<stage_many_deep>", _DEEP_FILLER + 6)

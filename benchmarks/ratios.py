@@ -23,6 +23,7 @@ from benchmarks.bench_frontend import (
     numpy_chain10,
     numpy_many,
     stage_many,
+    stage_many_deep,
     staging_floor,
 )
 from benchmarks.bench_interpreter import chain_graph, numpy_chain
@@ -71,6 +72,7 @@ def rows(repeats: int) -> list[tuple[str, float, float, float, float]]:
     a = paired(lambda: small + small, lambda: xs + xs, repeats)
     b = paired(lambda: chain10(square), lambda: numpy_chain10(xq), repeats)
     c = paired(lambda: stage_many(small), lambda: numpy_many(xs), repeats)
+    d = paired(lambda: stage_many_deep(small), lambda: numpy_many(xs), repeats)
     f = paired(lambda: staging_floor(small), lambda: numpy_many(xs), repeats)
     i = paired(lambda: ex.execute(graph, [data]), lambda: numpy_chain(data), repeats)
     return [
@@ -78,6 +80,8 @@ def rows(repeats: int) -> list[tuple[str, float, float, float, float]]:
         ("(b) eager 10-op chain [64,64]", *b, 8.0),
         (f"(c) lazy staging, per op (/{N_STAGED})", c[0] / N_STAGED, c[1] / N_STAGED, c[2],
          5.0),
+        ("    the same at line 2000 of its function", d[0] / N_STAGED, d[1] / N_STAGED,
+         d[2], 5.0),
         ("    floor: the objects one staged op makes", f[0] / N_STAGED, f[1] / N_STAGED,
          f[2], 5.0),
         ("interpreter 1000-node chain", *i, 1.5),

@@ -11,6 +11,7 @@ from interpreter.dtype import DType
 from interpreter.errors import EagerConformanceError, GraphBuildError, GraphVerificationError
 from interpreter.executor import InterpreterExecutor
 from interpreter.graph import BufferType, Graph, TensorType, TensorValue, lower, ops
+from interpreter.graph.core import site_key
 from interpreter.graph.passes import dead_code_elimination, prune, remove_unused_inputs, verify
 from interpreter.testing import assert_same, build
 
@@ -188,3 +189,17 @@ def test_a_deep_line_of_a_long_function_is_recorded_exactly() -> None:
     assert node.location_str() == "<generated>:302"
     copy = lower(Graph.parse(g.to_text()))
     assert copy.nodes[0].location is None  # the text form carries no sites
+
+
+@pytest.mark.spec("GRAPH-12")
+def test_sites_of_two_code_objects_at_one_offset_stay_apart() -> None:
+    """Sites are looked up by code object identity (not by hashing the code, which hashes
+    its bytecode): two identical functions from different files keep their own locations."""
+    graphs = []
+    for name in ("<one>", "<two>"):
+        namespace: dict[str, object] = {"ops": ops}
+        exec(compile("def body(x):\n    return ops.negate(x)\n", name, "exec"), namespace)
+        graphs.append(build(namespace["body"], np.zeros(1, np.float32)))  # type: ignore[arg-type]
+    (a,), (b,) = (g.nodes for g in graphs)
+    assert a.site[1] == b.site[1] and site_key(a.site) != site_key(b.site)  # type: ignore[index]
+    assert (a.location, b.location) == (("<one>", 2), ("<two>", 2))

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..dtype import DType
-from ..graph.core import CURRENT_GRAPH, Graph, Site, user_location
+from ..graph.core import CURRENT_GRAPH, Graph, Site, site_key, user_location
 from ..selection import default_executor
 from ..types import DeviceRef, TensorType
 from .realization_context import (
@@ -42,13 +42,15 @@ _PLAIN = (int, bool, str, type(None), DType, DeviceRef)
 
 class _Memo:
     """A finalized graph; per graph input the distinct tensor argument feeding it (-1: the
-    seed); per result its tensor type; the returned container (None: one tensor)."""
+    seed); per result its tensor type; the returned container (None: one tensor); the call
+    site of its key (held: the key names its code object by id, ``site_key``)."""
 
-    __slots__ = ("container", "graph", "inputs", "types")
+    __slots__ = ("container", "graph", "inputs", "site", "types")
 
     def __init__(self, graph: Graph, inputs: tuple[int, ...], types: tuple[TensorType, ...],
-                 container: type | None) -> None:
+                 container: type | None, site: Site | None) -> None:
         self.graph, self.inputs, self.types, self.container = graph, inputs, types, container
+        self.site = site
 
 
 _MEMO: dict[Hashable, _Memo] = {}
@@ -77,13 +79,14 @@ def _plain_key(a: Any) -> Hashable | None:
 
 
 class Signature:
-    """A memoizable call: its key, its distinct tensor arguments, the graph kept for the key
-    (None: not yet)."""
+    """A memoizable call: its key, its call site, its distinct tensor arguments, the graph
+    kept for the key (None: not yet)."""
 
-    __slots__ = ("key", "memo", "tensors")
+    __slots__ = ("key", "memo", "site", "tensors")
 
-    def __init__(self, key: Hashable, tensors: list[Tensor], memo: _Memo | None) -> None:
-        self.key, self.tensors, self.memo = key, tensors, memo
+    def __init__(self, key: Hashable, site: Site | None, tensors: list[Tensor],
+                 memo: _Memo | None) -> None:
+        self.key, self.site, self.tensors, self.memo = key, site, tensors, memo
 
 
 def memoizable(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -102,7 +105,8 @@ def signature(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any
     if (fn not in _PURE or default_factory() is not EagerRealizationContext
             or CURRENT_GRAPH.get() is not None):
         return None
-    parts: list[Hashable] = [fn, location or user_location()]
+    site = location or user_location()
+    parts: list[Hashable] = [fn, site_key(site)]
     tensors: list[Tensor] = []
     for a in args:
         if a.__class__ is Tensor:
@@ -129,7 +133,7 @@ def signature(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any
                 return None
             parts.append((name, k))
     key = tuple(parts)
-    return Signature(key, tensors, _MEMO.get(key))
+    return Signature(key, site, tensors, _MEMO.get(key))
 
 
 def replay(sig: Signature) -> Any:
@@ -173,7 +177,7 @@ def remember(sig: Signature, ctx: EagerRealizationContext, out: Any,
             return
         inputs.append(pos)
     m = _Memo(g, tuple(inputs), tuple(t.global_type for t in tracked),
-              None if out.__class__ is Tensor else type(out))
+              None if out.__class__ is Tensor else type(out), sig.site)
     with _LOCK:
         while len(_MEMO) >= MEMO_SIZE:
             del _MEMO[next(iter(_MEMO))]

@@ -8,7 +8,7 @@ input or by a node result.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextvars import ContextVar, Token
 from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
@@ -22,11 +22,13 @@ if TYPE_CHECKING:
     from ..dtype import DType
 
 __all__ = ["CURRENT_GRAPH", "BufferValue", "Graph", "Node", "Site", "TensorValue", "Value",
-           "location_of", "site_location", "user_location"]
+           "location_of", "site_key", "site_location", "user_location"]
 
 #: The graph being built by the innermost ``with Graph(...)`` of this thread/task.
 CURRENT_GRAPH: ContextVar[Graph | None] = ContextVar("current_graph", default=None)
-_INTERNAL_CODE: dict[CodeType, bool] = {}  # code object -> defined inside this package?
+#: id(code object) -> (that code object, defined inside this package?). Keyed by id: hashing
+#: a code object hashes its bytecode (~11 us for a 2000-line function).
+_INTERNAL_CODE: dict[int, tuple[CodeType, bool]] = {}
 
 
 #: Where the user staged a node: the frame's ``(code object, bytecode offset)`` as recorded
@@ -34,7 +36,8 @@ _INTERNAL_CODE: dict[CodeType, bool] = {}  # code object -> defined inside this 
 #: at line 2000 of a function), or an already known ``(file, line)``; ``site_location``
 #: turns either into ``(file, line)``.
 Site = tuple[Any, int]
-_LINES: dict[Site, int] = {}  # (code, offset) -> line, filled when a location is shown
+#: (id(code), offset) -> (code, line), filled when a location is shown
+_LINES: dict[tuple[int, int], tuple[CodeType, int]] = {}
 _LINES_SIZE = 4096
 
 
@@ -45,13 +48,14 @@ def location_of(frame: FrameType | None) -> Site | None:
     f = frame
     while f is not None:
         code = f.f_code
-        inside = internal(code)
-        if inside is None:
+        got = internal(id(code))
+        if got is None or got[0] is not code:
             if len(_INTERNAL_CODE) >= _LINES_SIZE:  # code made at run time (exec, notebooks)
                 _INTERNAL_CODE.clear()
             mod = f.f_globals.get("__name__", "")
-            inside = _INTERNAL_CODE[code] = mod == "interpreter" or mod.startswith("interpreter.")
-        if not inside:
+            got = _INTERNAL_CODE[id(code)] = (
+                code, mod == "interpreter" or mod.startswith("interpreter."))
+        if not got[1]:
             return (code, f.f_lasti)
         f = f.f_back
     return None
@@ -70,14 +74,22 @@ def site_location(site: Site | None) -> tuple[str, int] | None:
     code, where = site
     if not isinstance(code, CodeType):
         return site  # already (file, line)
-    line = _LINES.get(site)
-    if line is None:
+    got = _LINES.get((id(code), where))
+    if got is None or got[0] is not code:
         line = next((ln for start, end, ln in code.co_lines() if start <= where < end
                      and ln is not None), code.co_firstlineno)
         if len(_LINES) >= _LINES_SIZE:
             _LINES.clear()
-        _LINES[site] = line
-    return (code.co_filename, line)
+        got = _LINES[(id(code), where)] = (code, line)
+    return (code.co_filename, got[1])
+
+
+def site_key(site: Site | None) -> Hashable:
+    """A site as a cheap dictionary key: a code object by its id (hashing one hashes its
+    bytecode). Whoever keeps the key must keep the site too, so the id stays that code's."""
+    if site is not None and isinstance(site[0], CodeType):
+        return (id(site[0]), site[1])
+    return site
 
 
 class Value:
