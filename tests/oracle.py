@@ -124,7 +124,8 @@ def _exact_cached(name: str, attrs: tuple[tuple[str, Any], ...], key: tuple[str,
 
 def exact(name: str, xs: Sequence[float], attrs: dict[str, Any] | None = None) -> Value:
     """The exact value of op ``name`` at the float64-exact operands ``xs`` (mpf or float)."""
-    return _exact_cached(name, tuple(sorted((attrs or {}).items())), tuple(float(v).hex() for v in xs))
+    key = tuple(float(v).hex() for v in xs)
+    return _exact_cached(name, tuple(sorted((attrs or {}).items())), key)
 
 
 @cache

@@ -112,7 +112,7 @@ def unary_inputs(name: str, attrs: dict[str, Any], dtype: np.dtype[Any]) -> np.n
     """The adversarial operand set of unary op ``name`` in ``dtype`` (unique values)."""
     rng = np.random.default_rng(14)
     pts, spans = _regions(name, attrs, dtype)
-    parts = _common(dtype, rng) + [_neighbours(pts, dtype, 4)]
+    parts = [*_common(dtype, rng), _neighbours(pts, dtype, 4)]
     parts += [_sweep(lo, hi, 160, dtype) for lo, hi in spans]
     return _unique(np.concatenate([np.asarray(p, dtype) for p in parts]))
 

@@ -17,6 +17,7 @@ from ..dtype import DType
 from ..promotion import promote_dtypes
 from ..rounding import round_to
 from ..types import ValueType
+from . import accurate
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, Tolerance, register, ulp
 from .dtypesets import ALL, BOOL, FLOATS, NUMERIC, SIGNED_NUMERIC
 from .rules import elementwise, predicate
@@ -178,30 +179,15 @@ _unary("logical_not", np.logical_not, BOOL, "Elementwise NOT of bools.")
 
 # -- unary arithmetic and math (float64 formulas, NUM-7) ----------------------------------
 _erf = np.frompyfunc(math.erf, 1, 1)
-_erfc = np.frompyfunc(math.erfc, 1, 1)
 
 
 def _erf_kernel(x: Array) -> Array:
     return np.asarray(_erf(x), dtype=np.float64)
 
 
-def _sigmoid(x: Array) -> Array:
-    return 1 / (1 + np.exp(-x))
-
-
-def _silu(x: Array) -> Array:
-    """x * sigmoid(x); the limit -0.0 at -inf (NUM-7)."""
-    return np.where(x == -np.inf, -0.0, x / (1 + np.exp(-x)))
-
-
 def _gelu(x: Array, approximate: str) -> Array:
-    """x * Phi(x) via erfc (no cancellation for x << 0), or the tanh form as x * sigmoid."""
-    if approximate == "tanh":
-        u = math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)
-        y = x / (1 + np.exp(-2 * u))  # 0.5 * x * (1 + tanh(u))
-    else:
-        y = 0.5 * x * np.asarray(_erfc(-x / math.sqrt(2)), dtype=np.float64)
-    return np.where(x == -np.inf, -0.0, y)
+    """x * Phi(x) (erfc form, no cancellation for x << 0), or the tanh form as x * sigmoid."""
+    return accurate.gelu_tanh(x) if approximate == "tanh" else accurate.gelu_erfc(x)
 
 
 def _gelu_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
@@ -236,8 +222,8 @@ _unary("tanh", _via_f64(np.tanh), FLOATS, "Hyperbolic tangent.", tolerance=ulp(2
 _unary("sin", _via_f64(np.sin), FLOATS, "Sine (radians).", tolerance=ulp(2))
 _unary("cos", _via_f64(np.cos), FLOATS, "Cosine (radians).", tolerance=ulp(2))
 _unary("erf", _via_f64(_erf_kernel), FLOATS, "Gauss error function.", tolerance=ulp(2))
-_unary("sigmoid", _via_f64(_sigmoid), FLOATS, "1 / (1 + exp(-x)).", tolerance=ulp(4))
-_unary("silu", _via_f64(_silu), FLOATS, "x * sigmoid(x).", tolerance=ulp(4))
+_unary("sigmoid", _via_f64(accurate.sigmoid), FLOATS, "1 / (1 + exp(-x)).", tolerance=ulp(4))
+_unary("silu", _via_f64(accurate.silu), FLOATS, "x * sigmoid(x).", tolerance=ulp(4))
 _unary("gelu", _via_f64(_gelu), FLOATS, "Gaussian error linear unit (exact or tanh form).",
        infer=_gelu_infer, tolerance=ulp(4), attrs=("approximate",), sample=_sample_gelu)
 _unary("floor", np.floor, FLOATS, "Round toward -inf.")
