@@ -206,3 +206,36 @@ class SlowCalls(InterpreterExecutor):
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[Any]:
         time.sleep(self.SLEEP_S)
         return super().execute(graph, inputs)
+
+
+class CorrectlyRounded(PatchedInterpreter):
+    """The reference with every inexact float op (``tests.oracle.ORACLE_OPS``: the
+    transcendental and activation ops, ``pow``, ``div``, ``sqrt``) returning the correctly
+    rounded value from mpmath (CONF-84). Correct by construction: the suite must pass it
+    whole (NUM-15). ``pow`` with a non-finite operand keeps the reference's C99 value."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        from .oracle import ORACLE_OPS
+
+        kernel = super().kernel_for(node)
+        name = node.op.name
+        if name not in ORACLE_OPS:
+            return kernel
+
+        def rounded(*args: Any, **attrs: Any) -> Any:
+            from .oracle import correctly_rounded
+
+            if np.asarray(args[0]).dtype.kind not in "fV":
+                return kernel(*args, **attrs)
+            if name != "pow":
+                return correctly_rounded(name, args, attrs)
+            with np.errstate(all="ignore"):
+                a, b = np.broadcast_arrays(*(np.asarray(x) for x in args))
+                finite = np.isfinite(a.astype(np.float64)) & np.isfinite(b.astype(np.float64))
+            one = np.ones((), a.dtype)
+            out = correctly_rounded(name, [np.where(finite, a, one), np.where(finite, b, one)],
+                                    attrs)
+            out = np.where(finite, out, np.asarray(kernel(*args, **attrs))).astype(out.dtype)
+            return out
+
+        return rounded
