@@ -10,6 +10,7 @@ operand (an executor that rounds correctly is never failed). The table is writte
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +121,42 @@ def test_oracle_rounds_from_the_exact_value() -> None:
     assert round_mpf(exact("silu", [-710.0]), f64) == pytest.approx(-3.1781632202293e-306)
     assert round_mpf(exact("gelu", [-10.0], {"approximate": "none"}), f64) == \
         pytest.approx(-7.619853024160527e-23, rel=1e-15)
+
+
+#: conformance cells run against the correctly rounded control in CI (CONF-84): the kernels
+#: NUM-16 rewrote, and a 2-ULP op and pow, in float64 and one narrow dtype
+CONTROL_CELLS = ("gelu-float64-general", "silu-float64-general", "sigmoid-float64-general",
+                 "pow-float64-general", "exp-float16-general", "gelu-bfloat16-general",
+                 "sin-float64-general", "div-float32-general")
+
+
+@pytest.mark.spec("CONF-84", "NUM-15")
+def test_correctly_rounded_control_passes(tmp_path: Path) -> None:
+    from tests.suite_runner import run_suite
+
+    run = run_suite(tmp_path, "tests.vendor_executors:CorrectlyRounded", ["test_ops.py"],
+                    " or ".join(f"test_op[{c}]" for c in CONTROL_CELLS))
+    assert len(run.selected) == len(CONTROL_CELLS), run.selected
+    assert run.code == 0 and not run.failed(), run.failures()
+
+
+def _stated(page: str, name: str, form: str) -> dict[str, int]:
+    """The worst ULP per dtype that op page states (its 'Measured accuracy' paragraph)."""
+    text = " ".join(page.split("Measured accuracy", 1)[1].split("\n\n", 1)[0].split())
+    if form:
+        text = text.split(f'`approximate="{form}"`:', 1)[1].split("`approximate=", 1)[0]
+    return {d: int(n) for d, n in re.findall(r"(float64|float32|float16|bfloat16) (\d+)", text)}
+
+
+@pytest.mark.spec("NUM-14")
+def test_op_pages_state_the_measured_worst(table: dict[tuple[str, str, str], dict[str, Any]]
+                                           ) -> None:
+    spec = Path(__file__).resolve().parents[1] / "spec" / "ops"
+    low = []
+    for (name, form, dtype), r in table.items():
+        page = (spec / f"{name}.md").read_text()
+        assert "Measured accuracy" in page, f"spec/ops/{name}.md states no measured accuracy"
+        stated = _stated(page, name, form).get(dtype)
+        if stated is None or stated < r["worst"]:
+            low.append(f"{name} {form} {dtype}: page says {stated}, measured {r['worst']:.0f}")
+    assert not low, "op pages understate the reference's measured error:\n" + "\n".join(low)
