@@ -176,11 +176,11 @@ class BiasedArgSource:
     def shape(self, min_rank: int = 0, max_rank: int = 4, min_side: int = 0,
               max_side: int = 5, rest: int = 1) -> tuple[int, ...]:
         if self.reach is not None and max_rank >= 1:
-            out = (self._reach_shape(min_rank, max_rank, min_side, rest)
+            got = (self._reach_shape(min_rank, max_rank, min_side, rest)
                    if max_side >= SHORT_MAX_SIDE else
                    self._short_shape(min_rank, max_rank, min_side, max_side))
-            self.drawn_shapes.append(out)
-            return out
+            self.drawn_shapes.append(got)
+            return got
         cls = self.shape_class
         lo_rank = min_rank if cls in (None, "scalar") else max(1, min_rank)
         if cls == "scalar" and min_rank == 0:
