@@ -16,12 +16,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _pytest.outcomes import Failed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interpreter.registry import REGISTRY
 
-from .constants import CONSTANT_OPS, constant_case
+from .constants import (
+    CONSTANT_OPS,
+    constant_case,
+    constant_groups,
+    fails_alone,
+    twins,
+    write_pair,
+)
 from .harness import Harness
 
 RULES = ("CONF-88", "CONF-89", "TOL-1", "TOL-2")
@@ -41,11 +49,30 @@ def test_constant_reach(op_name: str, dtype: Any, executor: Any, reference: Any,
                 f"{op_name} [{dtype.value}, constants]", op=op_name, dtype=dtype.value,
                 shape_class="constant", rules=list(RULES))
 
-    @settings(max_examples=2, database=None)  # the constant-node and the weak-scalar graph
-    @given(weak=st.booleans())
-    def prop(weak: bool) -> None:
-        h.check(constant_case(op, dtype, weak))
-        h.check(constant_case(op, dtype, weak, twinned=True))  # back to back (CONF-89)
+    groups = constant_groups(dtype)
+    plans = [(weak, group) for weak in (False, True) for group in groups]
+
+    @settings(max_examples=len(plans), database=None)  # each (staging, group) once
+    @given(k=st.sampled_from(range(len(plans))))
+    def prop(k: int) -> None:
+        weak, group = plans[k]
+        cs = groups[group]
+        first = constant_case(op, dtype, weak, cs, group)
+        h.check(first)
+        for name, other in twins(group, cs, weak):  # back to back (CONF-89)
+            try:
+                h.check(constant_case(op, dtype, weak, other, f"{group}_{name}_twin"))
+            except Failed as e:
+                if not fails_alone(conformance_artifacts):  # only after its twin
+                    script = write_pair(conformance_artifacts, first)
+                    pytest.fail(f"{e.msg}\nthis graph is the {name} twin of the graph run just "
+                                f"before it on the same executor instance and passes on a "
+                                f"fresh one (CONF-89): a plan or state kept across graphs "
+                                f"that differ only in constants\nrepro of the pair (twin "
+                                f"first, one executor instance): python {script}",
+                                pytrace=False)
+                raise
 
     h.run(prop)
     h.finish()
+
