@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import random
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -44,6 +45,9 @@ from interpreter.types import BufferType, DeviceRef, TensorType, ValueType
 
 __all__ = [
     "INPUT_SETS",
+    "LONG_SIDE",
+    "REACH_ELEMENTS",
+    "REACH_SIDES",
     "SHAPE_CLASSES",
     "BiasedArgSource",
     "Case",
@@ -60,6 +64,9 @@ __all__ = [
     "feasible_cells",
     "graph_families",
     "random_graphs",
+    "reach_case",
+    "reach_cases",
+    "reach_headlines",
     "shape_class_of",
     "shapes",
     "single_op_calls",
@@ -87,6 +94,14 @@ INPUT_SETS = 1 + len(EXTRA_SET_RATES)
 #: Shape buckets (CONF-31): dimension sizes a biased source draws from, so that graph
 #: structures repeat within a cell (0 only where a dimension may be empty).
 SIDE_BUCKETS = (0, 1, 2, 3, 5)
+
+#: Axis lengths of the reach structures (CONF-86): around vector and tile widths, and one
+#: above 4096 (``LONG_SIDE``), each operand within ``REACH_ELEMENTS`` elements.
+REACH_SIDES = (7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257)
+LONG_SIDE = 4097
+REACH_ELEMENTS = 5000
+#: ``max_side`` of ``ArgSource.shape`` below this: axes the op keeps short (CONF-86).
+SHORT_MAX_SIDE = 5
 
 
 # -- basic strategies ----------------------------------------------------------------------
@@ -126,11 +141,18 @@ class BiasedArgSource:
     Subclasses provide the primitive draws ``_int`` and ``_values``. Every shape handed out is
     recorded in ``drawn_shapes`` (used by :func:`shape_class_of`), every data dtype in
     ``data_draws``.
+
+    With ``reach`` (an axis length, CONF-86) it is a *reach* source: the first long axis it
+    hands out (``shape`` or ``axis_size``) has length ``reach``, further ones a length from
+    ``REACH_SIDES`` or 1..3, every operand within ``REACH_ELEMENTS`` elements (``rest``).
     """
 
-    def __init__(self, pin_dtype: DType | None = None, shape_class: str | None = None) -> None:
+    def __init__(self, pin_dtype: DType | None = None, shape_class: str | None = None,
+                 reach: int | None = None) -> None:
         self.pin_dtype = pin_dtype
         self.shape_class = shape_class
+        self.reach = reach
+        self.reach_placed = False
         self.drawn_shapes: list[tuple[int, ...]] = []
         self.data_draws: list[DType] = []
 
@@ -152,7 +174,13 @@ class BiasedArgSource:
         return out
 
     def shape(self, min_rank: int = 0, max_rank: int = 4, min_side: int = 0,
-              max_side: int = 5) -> tuple[int, ...]:
+              max_side: int = 5, rest: int = 1) -> tuple[int, ...]:
+        if self.reach is not None and max_rank >= 1:
+            got = (self._reach_shape(min_rank, max_rank, min_side, rest)
+                   if max_side >= SHORT_MAX_SIDE else
+                   self._short_shape(min_rank, max_rank, min_side, max_side))
+            self.drawn_shapes.append(got)
+            return got
         cls = self.shape_class
         lo_rank = min_rank if cls in (None, "scalar") else max(1, min_rank)
         if cls == "scalar" and min_rank == 0:
@@ -177,6 +205,42 @@ class BiasedArgSource:
         """A dimension size in ``[lo, hi]`` from ``SIDE_BUCKETS`` where one fits."""
         sides = [s for s in SIDE_BUCKETS if lo <= s <= hi]
         return sides[self._int(0, len(sides) - 1)] if sides else self._int(lo, hi)
+
+    def axis_size(self, lo: int, hi: int, rest: int = 1) -> int:
+        return self.integer(lo, hi) if self.reach is None else self._reach_side(lo, rest)
+
+    # -- reach mode (CONF-86) ----------------------------------------------------------
+    def _reach_side(self, lo: int, rest: int) -> int:
+        """A long axis: ``reach`` the first time it fits, then a reach size or 1..3."""
+        room = REACH_ELEMENTS // max(1, rest)
+        assert self.reach is not None
+        if not self.reach_placed and lo <= self.reach <= room:
+            self.reach_placed = True
+            return self.reach
+        sizes = [s for s in REACH_SIDES if lo <= s <= room]
+        if sizes and self._int(0, 3):
+            return sizes[self._int(0, len(sizes) - 1)]
+        small = [s for s in (1, 2, 3) if lo <= s <= room] or [max(lo, 1)]
+        return small[self._int(0, len(small) - 1)]
+
+    def _reach_shape(self, min_rank: int, max_rank: int, min_side: int, rest: int
+                     ) -> tuple[int, ...]:
+        lo_rank = max(1, min_rank)
+        rank = self._int(lo_rank, max(lo_rank, min(max_rank, 3)))
+        first = self._int(0, rank - 1)  # where the headline length goes
+        sides = [0] * rank
+        for i in [first, *(j for j in range(rank) if j != first)]:
+            sides[i] = self._reach_side(min_side, rest)
+            rest *= sides[i]
+        return tuple(sides)
+
+    def _short_shape(self, min_rank: int, max_rank: int, min_side: int, max_side: int
+                     ) -> tuple[int, ...]:
+        """An axis the op keeps short: buckets, never empty (a reach structure is not the
+        empty class)."""
+        lo = max(1, min_side) if max_side >= 1 else min_side
+        rank = self._int(min_rank, max_rank)
+        return tuple(self._side(lo, max(lo, max_side)) for _ in range(rank))
 
     def integer(self, lo: int, hi: int) -> int:
         return self._int(lo, hi)
@@ -215,8 +279,8 @@ class RngArgSource(BiasedArgSource):
 
     def __init__(self, seed: int, pin_dtype: DType | None = None,
                  shape_class: str | None = None, values_seed: int | None = None,
-                 special_rate: float = 0.2) -> None:
-        super().__init__(pin_dtype, shape_class)
+                 special_rate: float = 0.2, reach: int | None = None) -> None:
+        super().__init__(pin_dtype, shape_class, reach)
         self.rng = random.Random(seed)
         self.arrays = RandomArgSource(seed if values_seed is None else values_seed,
                                       special_rate=special_rate)
@@ -271,6 +335,55 @@ def extra_input_sets(op: OpDef, src: HypothesisArgSource, case: Case, seed: int
         if other.graph.structural_hash() == want:
             out.append(other.inputs)
     return out
+
+
+# -- reach structures (CONF-86) --------------------------------------------------------------
+def reach_headlines(op: OpDef, dtype: DType) -> tuple[int, ...]:
+    """The headline axis lengths of ``(op, dtype)``'s reach structures (CONF-86): one from
+    ``REACH_SIDES``, rotating over the op's data dtypes (so an op with n dtypes meets n of
+    them), and ``LONG_SIDE``."""
+    dts = sorted(op.data_dtypes, key=lambda d: d.value)
+    i = (zlib.crc32(op.name.encode()) + (dts.index(dtype) if dtype in dts else 0)) \
+        % len(REACH_SIDES)
+    return (REACH_SIDES[i], LONG_SIDE)
+
+
+def reach_case(op: OpDef, dtype: DType, reach: int, tries: int = 8) -> Case | None:
+    """A one-op case of ``op`` at data dtype ``dtype`` drawn by a reach source (CONF-86)
+    whose headline axis ``reach`` the sampler took, with its extra input sets (CONF-30);
+    ``None`` where no try of ``op.sample`` takes a long axis (its axes are all short)."""
+    if op.sample is None:
+        return None
+    for t in range(tries):
+        seed = zlib.crc32(f"reach/{op.name}/{dtype.value}/{reach}/{t}".encode())
+        src = RngArgSource(seed, dtype, reach=reach)
+        try:
+            call = op.sample(src)
+            if not src.reach_placed or call_dtype(op, call) != dtype:
+                continue
+            case = case_from_call(op, call)
+        except Exception:  # a sampler path that does not stage: try the next seed
+            continue
+        case.shape_class = "reach"
+        want = case.graph.structural_hash()
+        for k, rate in enumerate(EXTRA_SET_RATES):
+            again = RngArgSource(seed, dtype, values_seed=(seed * 7919 + k + 1) & 0xFFFFFFFF,
+                                 special_rate=rate, reach=reach)
+            try:
+                other = case_from_call(op, op.sample(again))
+            except Exception:  # the replay does not stage: no extra set
+                continue
+            if other.graph.structural_hash() == want:
+                case.extra_inputs.append(other.inputs)
+        return case
+    return None
+
+
+@functools.cache
+def reach_cases(op: OpDef, dtype: DType) -> tuple[Case, ...]:
+    """The reach structures of ``(op, dtype)`` (CONF-86), one per headline that fits."""
+    got = (reach_case(op, dtype, r) for r in reach_headlines(op, dtype))
+    return tuple(c for c in got if c is not None)
 
 
 # -- classifying a sampled call -----------------------------------------------------------

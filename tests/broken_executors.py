@@ -10,7 +10,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -22,11 +22,14 @@ from interpreter.evaluate import fresh_outputs
 from interpreter.executor import InterpreterExecutor, validate_inputs
 from interpreter.graph.core import Graph, Node, Value
 from interpreter.graph.lowering import lowered
+from interpreter.graph.splat import array_key, is_splat
+from interpreter.registry import REGISTRY
 from interpreter.registry.core import as_results
 from interpreter.types import BufferType
 
 __all__ = [
     "AliasingOutputs",
+    "BlockedTailElementwise",
     "CrashingExecutor",
     "DoubleRoundingCast",
     "DroppedMutation",
@@ -42,11 +45,14 @@ __all__ = [
     "NondeterministicExecutor",
     "OverflowingSigmoid",
     "RaisingSigmoid",
+    "ReciprocalDivision",
     "RefusesAfterWrite",
     "ReplayedMutation",
     "RoundHalfAwayFromZero",
     "SaturatingInt8Negate",
+    "ScalarKeyedPlanCache",
     "SelectSwapsFloatBranches",
+    "TiledSumDropsTail",
     "TruncatingFloorDiv",
     "TupleAttrsToListsInPlace",
     "WrongOutputDtype",
@@ -449,3 +455,110 @@ class Float16ChainInFloat32(PatchedInterpreter):
                 elif node.results:
                     env.update(zip(node.results, out, strict=True))
         return [narrow(v) for v in graph.outputs or ()]
+
+
+# -- long axes: remainder loops and tiles (caught by conformance/test_reach.py, CONF-86) --------
+def _tail_off_by_a_vector(kernel: Kernel, width: int = 8) -> Kernel:
+    def blocked(*args: Any, **attrs: Any) -> Any:
+        out = np.array(kernel(*args, **attrs))
+        n = out.shape[-1] if out.ndim >= 2 and out.size > out.shape[-1] else 0
+        r = n % width
+        if n > 2 * width and r:  # rows' tails re-store the lanes of their last full vector
+            out[..., n - r:] = out[..., n - r - width:n - width]
+        return out
+    return blocked
+
+
+class BlockedTailElementwise(PatchedInterpreter):
+    """``add``/``sub``/``mul`` as a 2-D kernel over (rows, last axis), 8 lanes wide, whose
+    scalar remainder loop (last axis > 16 and not a multiple of 8; more than one row) indexes
+    from the start of the row's last full vector instead of its end: the last ``n % 8``
+    elements of every row repeat the 8 before them (1-D inputs take a separate, correct
+    path). The classic epilogue-offset bug of hand- and auto-vectorised kernels; invisible
+    while no axis is longer than 16."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {
+        name: _tail_off_by_a_vector(REGISTRY[name].kernel) for name in ("add", "sub", "mul")}
+
+
+def _sum_whole_tiles(x: Any, *, axis: int, tile: int = 64) -> Any:
+    n = x.shape[axis]
+    if n > tile and n % tile:  # the grid is n // tile blocks: the partial tile is lost
+        x = np.take(x, np.arange(n - n % tile), axis=axis)
+    return REGISTRY["reduce_sum"].kernel(x, axis=axis)
+
+
+class TiledSumDropsTail(PatchedInterpreter):
+    """``reduce_sum`` over tiles of 64 along the reduced axis, launched with ``n // 64``
+    blocks instead of ``ceil(n / 64)``: for axes longer than 64 that are not a multiple of 64
+    the last partial tile is never added (a GPU reduction grid-size bug); invisible while no
+    axis is longer than 64."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"reduce_sum": _sum_whole_tiles}
+
+
+# -- constants: folding and plan caches (caught by conformance/test_constants.py, CONF-88/89) ---
+def _uniform_constants(graph: Graph) -> set[Value]:
+    """Results of ``constant`` nodes holding one value (a splat, or one element)."""
+    return {n.results[0] for n in graph.nodes if n.op.name == "constant"
+            and (is_splat(n.attrs["value"]) or n.attrs["value"].size == 1)}
+
+
+class ReciprocalDivision(PatchedInterpreter):
+    """Floating ``x / c`` by a uniform constant ``c`` (a weak scalar's splat or a rank-0
+    ``constant``) strength-reduced to ``x * (1 / c)``: legal only where ``1 / c`` is exact (a
+    power of two), but applied for every ``c`` as under reciprocal math (``-freciprocal-math``
+    / ``arcp``; XLA's and TVM's simplifiers rewrite division by a constant this way). ``x / 3``
+    and ``x / 10`` are then off by an ulp for many ``x``."""
+
+    def raw_outputs(self, graph: Graph, inputs: list[np.ndarray]) -> list[Any]:
+        uniform = _uniform_constants(graph)
+        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
+        with np.errstate(all="ignore"):
+            for node in graph.nodes:
+                args = [env[v] for v in node.operands]
+                if node.op.name == "div" and node.operands[1] in uniform \
+                        and np.asarray(args[1]).dtype.kind in "fV":
+                    c = np.asarray(args[1])
+                    out: Any = np.multiply(args[0], np.divide(np.ones((), c.dtype), c))
+                else:
+                    out = self.kernel_for(node)(*args, **node.attrs)
+                env.update(zip(node.results, as_results(out), strict=True))
+        return [env[v] for v in graph.outputs or ()]
+
+
+def _plan_key(graph: Graph) -> Hashable:
+    """The graph's structure with each splat's value as a Python scalar (compared with
+    ``==``: ``0.0 == -0.0``), every other attribute by its bytes."""
+    ids: dict[Value, int] = {v: i for i, v in enumerate(graph.inputs)}
+    parts: list[Any] = [tuple(str(v.type) for v in graph.inputs)]
+    for node in graph.nodes:
+        attrs = []
+        for k, a in sorted(node.attrs.items()):
+            if isinstance(a, np.ndarray):
+                a = (("splat", str(a.dtype), a.shape, a.flat[0].item()) if is_splat(a)
+                     else array_key(a))
+            else:
+                a = repr(a)
+            attrs.append((k, a))
+        for r in node.results:
+            ids[r] = len(ids)
+        parts.append((node.op.name, tuple(ids[v] for v in node.operands), tuple(attrs)))
+    parts.append(tuple(ids[v] for v in graph.outputs or ()))
+    return tuple(parts)
+
+
+class ScalarKeyedPlanCache(PatchedInterpreter):
+    """A JIT's plan cache keyed on the graph structure with each weak scalar keyed by its
+    Python value, compared with ``==`` (as trace caches guard on a specialised float:
+    ``0.0 == -0.0``, so ``x * -0.0`` reuses the plan compiled for ``x * 0.0``): a graph that
+    differs from a cached one only in a weak scalar's sign of zero runs the cached graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plans: dict[Hashable, Graph] = {}
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        plan = self.plans.setdefault(_plan_key(graph), graph)
+        return super().run(plan, inputs)
+

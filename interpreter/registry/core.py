@@ -51,11 +51,20 @@ class ArgSource(Protocol):
     for ops that overflow easily), ``"index:N"`` (ints in [-N, N)), ``"uindex:N"`` (ints in
     [0, N)), ``"nonzero"`` (no zeros: divisors), ``"halfway"`` (``"any"`` with most float
     elements exact ties x.5 of several magnitudes and both signs: rounding ops).
+
+    Axis lengths: ``shape`` draws whole shapes; ``axis_size`` draws the length of one axis an
+    op is free to make long (matmul's m/k/n, a concat operand's axis). Both take ``rest``,
+    the number of elements the tensor's *other* axes already hold. An ordinary source keeps
+    to ``[min_side, max_side]`` / ``[lo, hi]`` and ignores ``rest``; a *reach* source
+    (CONF-86) may return lengths beyond ``max_side``/``hi`` (vector and tile widths), keeping
+    ``length * rest`` within its element budget. A ``max_side`` below 5 marks axes the op
+    keeps short (the cost of its result, e.g. ``tile``'s repeats): a reach source respects it.
     """
 
     def dtype(self, allowed: Iterable[DType], data: bool = False) -> DType: ...
     def shape(self, min_rank: int = 0, max_rank: int = 4, min_side: int = 0,
-              max_side: int = 5) -> tuple[int, ...]: ...
+              max_side: int = 5, rest: int = 1) -> tuple[int, ...]: ...
+    def axis_size(self, lo: int, hi: int, rest: int = 1) -> int: ...  # inclusive bounds
     def integer(self, lo: int, hi: int) -> int: ...  # inclusive bounds
     def choice(self, options: Sequence[T]) -> T: ...
     def boolean(self) -> bool: ...

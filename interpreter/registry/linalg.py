@@ -6,6 +6,7 @@ takes two tensors of one rank >= 2 with identical batch dimensions.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -59,7 +60,10 @@ def _matmul_overflow(a: Array, b: Array) -> np.ndarray:
 def _sample_matmul(src: ArgSource) -> OpCall:
     dtype = src.dtype(NUMERIC, data=True)
     batch = src.shape(min_rank=0, max_rank=2, max_side=3)
-    m, k, n = src.integer(0, 4), src.integer(0, 4), src.integer(0, 4)
+    b = math.prod(batch)  # the axes may be long (CONF-86): each operand stays bounded
+    m = src.axis_size(0, 4, rest=b)
+    k = src.axis_size(0, 4, rest=b * max(m, 1))
+    n = src.axis_size(0, 4, rest=b * max(m, k, 1))
     return OpCall([src.values(dtype, (*batch, m, k), "small"),
                    src.values(dtype, (*batch, k, n), "small")])
 

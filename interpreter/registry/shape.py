@@ -210,7 +210,7 @@ def _concat_sample(src: ArgSource) -> OpCall:
     arrays = []
     for _ in range(src.integer(1, 4)):
         s = list(shape)
-        s[axis] = src.integer(0, 4)
+        s[axis] = src.axis_size(0, 4, rest=math.prod(s[:axis] + s[axis + 1:]))
         arrays.append(src.values(dtype, tuple(s)))
     return OpCall(arrays, {"axis": axis})
 
@@ -308,7 +308,8 @@ def _gather_sample(src: ArgSource) -> OpCall:
     dtype, shape = src.dtype(ALL, data=True), src.shape(min_rank=1, max_rank=3)
     axis = src.integer(-len(shape), len(shape) - 1)
     n = shape[axis]
-    ishape = src.shape(max_rank=2) if n else (0,)
+    rest = math.prod(shape) // n if n else 1
+    ishape = src.shape(max_rank=2, rest=rest) if n else (0,)
     idtype = src.dtype(INDEX)
     return OpCall([src.values(dtype, shape), src.values(idtype, ishape, f"index:{n}")],
                   {"axis": axis})
@@ -376,7 +377,7 @@ def _scatter_sample(src: ArgSource) -> OpCall:
     axis = src.integer(-len(shape), len(shape) - 1)
     n = shape[axis]
     ishape = list(shape)
-    ishape[axis] = src.integer(0, 4) if n else 0
+    ishape[axis] = src.axis_size(0, 4, rest=math.prod(shape) // n) if n else 0
     idtype = src.dtype(INDEX)
     return OpCall([src.values(dtype, shape), src.values(dtype, tuple(ishape)),
                    src.values(idtype, tuple(ishape), f"index:{n}")], {"axis": axis})

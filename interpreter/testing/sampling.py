@@ -62,9 +62,12 @@ class RandomArgSource:
         return options[int(self.rng.integers(len(options)))]
 
     def shape(self, min_rank: int = 0, max_rank: int = 4, min_side: int = 0,
-              max_side: int = 5) -> tuple[int, ...]:
+              max_side: int = 5, rest: int = 1) -> tuple[int, ...]:
         rank = int(self.rng.integers(min_rank, max_rank + 1))
         return tuple(int(self.rng.integers(min_side, max_side + 1)) for _ in range(rank))
+
+    def axis_size(self, lo: int, hi: int, rest: int = 1) -> int:
+        return self.integer(lo, hi)
 
     def integer(self, lo: int, hi: int) -> int:
         return int(self.rng.integers(lo, hi + 1))

@@ -1,0 +1,69 @@
+"""Shape reach: every op x data dtype on axes as long as vector and tile widths (CONF-86).
+
+The ordinary cells draw sides from ``SIDE_BUCKETS`` (CONF-31), so no axis is ever 8, 16, 64
+long or one past it, and kernel bugs in remainder loops, tiling and blocking stay invisible.
+``test_op_reach[matmul-float32]`` runs the op's registry sampler through a *reach* source
+(``BiasedArgSource(reach=...)``): two structures per (op, data dtype), one whose first long
+axis is a size from ``REACH_SIDES`` (7, 8, 9, 15, 16, 17, ..., 255, 256, 257; rotating over
+the op's dtypes) and one with a ``LONG_SIDE`` (4097) axis, further axes long or short within
+``REACH_ELEMENTS`` elements per operand; each on the usual input sets (CONF-30), judged like
+any cell (TOL-1, TOL-2). Ops whose sampler keeps every axis short (``max_side`` below 5:
+``tile``, ``pad``, the random ops, ``debug_print``) or has none (``range``) have no reach
+cell (CONF-87).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from interpreter.registry import REGISTRY, OpDef
+
+from .harness import Harness
+from .outcomes import not_covered
+from .strategies import REACH_SIDES, reach_case, reach_cases
+from .test_ops import _rules
+
+RULES = ("CONF-86", "TOL-1", "TOL-2")
+
+
+@functools.cache
+def reach_ops() -> tuple[str, ...]:
+    """Ops whose sampler takes a long axis at its first data dtype (CONF-87)."""
+    out = []
+    for name in sorted(REGISTRY):
+        op = REGISTRY[name]
+        first = min(op.data_dtypes, key=lambda d: d.value, default=None)
+        if first is not None and reach_case(op, first, REACH_SIDES[0]) is not None:
+            out.append(name)
+    return tuple(out)
+
+
+def _cells() -> list[Any]:
+    return [pytest.param(name, dtype, id=f"{name}-{dtype.value}") for name in reach_ops()
+            for dtype in sorted(REGISTRY[name].data_dtypes, key=lambda d: d.value)]
+
+
+@pytest.mark.spec(*RULES)
+@pytest.mark.parametrize(("op_name", "dtype"), _cells())
+def test_op_reach(op_name: str, dtype: Any, executor: Any, reference: Any,
+                  conformance_artifacts: Any, request: pytest.FixtureRequest) -> None:
+    op: OpDef = REGISTRY[op_name]
+    h = Harness(request, executor, reference, conformance_artifacts,
+                f"{op_name} [{dtype.value}, reach]", op=op_name, dtype=dtype.value,
+                shape_class="reach", rules=["CONF-86", *_rules(op)])
+    cases = reach_cases(op, dtype)
+    if not cases:
+        not_covered(f"{op_name} [{dtype.value}, reach]: the sampler took no long axis")
+
+    @settings(max_examples=len(cases), database=None)  # each structure once
+    @given(k=st.sampled_from(range(len(cases))))
+    def prop(k: int) -> None:
+        h.check(cases[k])
+
+    h.run(prop)
+    h.finish()
