@@ -83,7 +83,7 @@ def test_every_inexact_float_op_has_an_oracle() -> None:
     assert not missing, f"float ops with an ulp tolerance but no mpmath oracle: {missing}"
 
 
-@pytest.mark.spec("NUM-14")
+@pytest.mark.spec("NUM-14", "NUM-16")
 def test_reference_within_budget_of_the_oracle(table: dict[Any, dict[str, Any]],
                                                tmp_path: Path) -> None:
     text = _render(table)

@@ -113,16 +113,50 @@ __device__ __forceinline__ long long ec_ipow_s(long long base, long long e) {
   if (e < 0) return base == 1 ? 1 : (base == -1 ? ((e & 1) ? -1 : 1) : 0);
   return (long long)ec_ipow((unsigned long long)base, (unsigned long long)e);
 }
-// silu and gelu as the reference (limit -0.0 at -inf, NUM-7)
+// sigmoid, silu and gelu as the reference (interpreter/registry/accurate.py, NUM-16):
+// no overflow of exp(-t), no subnormal exp(t) under a normal result, double-double
+// arguments where exp or erfc amplifies their rounding; limit -0.0 at -inf (NUM-7)
+__device__ __forceinline__ double ec_x_sigmoid(double x, double t, double t_lo) {
+  if (t >= 0.0) return x / (1.0 + exp(-t) * (1.0 - t_lo));
+  double xl = x * (1.0 + t_lo);
+  if (t < -708.0) { double h = exp(t / 2.0); return (xl * h) * h; }
+  double e = exp(t);
+  return (xl * e) / (1.0 + e);
+}
+__device__ __forceinline__ double ec_sigmoid(double x) {
+  double e = exp(x);
+  return x >= 0.0 ? 1.0 / (1.0 + exp(-x)) : e / (1.0 + e);
+}
 __device__ __forceinline__ double ec_silu(double x) {
-  return (isinf(x) && x < 0.0) ? -0.0 : x / (1.0 + exp(-x));
+  return (isinf(x) && x < 0.0) ? -0.0 : ec_x_sigmoid(x, x, 0.0);
 }
 __device__ __forceinline__ double ec_gelu(double x) {
-  return (isinf(x) && x < 0.0) ? -0.0 : 0.5 * x * erfc(-x / 1.4142135623730951);
+  if (isinf(x) && x < 0.0) return -0.0;
+  double xc = isnan(x) ? x : fmin(fmax(x, -64.0), 64.0);
+  if (x < -14.0) {  // Mills-ratio series, x*x = sq + sq_lo
+    double sq = xc * xc, sq_lo = fma(xc, xc, -sq), r = 1.0 / sq, term = 1.0, tail = 0.0;
+    for (int n = 1; n < 16; ++n) { term = -term * (2 * n - 1) * r; tail = tail + term; }
+    tail = tail - sq_lo / 2.0;
+    double c = 0.3989422804014327 + (0.3989422804014327 * tail + -2.49232720227773e-17);
+    return -c * exp(-sq / 2.0);
+  }
+  double z = -xc * 0.7071067811865476;  // z + z_lo = -x / sqrt(2)
+  double z_lo = fma(-xc, 0.7071067811865476, -z) - xc * -4.833646656726457e-17;
+  return 0.5 * x * (erfc(z) - z_lo * 1.1283791670955126 * exp(-z * z));
 }
 __device__ __forceinline__ double ec_gelu_tanh(double x) {
-  double u = 0.7978845608028654 * (x + 0.044715 * pow(x, 3.0));
-  return (isinf(x) && x < 0.0) ? -0.0 : x / (1.0 + exp(-2.0 * u));
+  if (isinf(x) && x < 0.0) return -0.0;
+  double xc = isnan(x) ? x : fmin(fmax(x, -64.0), 64.0);
+  double p = xc * xc, e = fma(xc, xc, -p), q = xc * p, f = fma(xc, p, -q);
+  double cube_lo = f + xc * e;  // x**3 = q + cube_lo
+  double a = 0.07135481627260025 * q;
+  double a_lo = fma(0.07135481627260025, q, -a) + 0.07135481627260025 * cube_lo
+                + -6.175149918155315e-19 * q;
+  double b = 1.5957691216057308 * xc;
+  double b_lo = fma(1.5957691216057308, xc, -b) + -9.96930880911092e-17 * xc;
+  double t = a + b, bb = t - a;  // 2u = t + t_lo
+  double t_lo = (a - (t - bb)) + (b - bb) + a_lo + b_lo;
+  return ec_x_sigmoid(x, t, t_lo);
 }
 
 // Philox4x32-10 words x0, x1 for counter (n mod 2^32, n >> 32, 0, 0) and a 64-bit seed (RNG-1/2)
