@@ -215,7 +215,8 @@ class Shrunk:
     failure: Failure | None = field(default=None, repr=False)
 
     def summary(self) -> str:
-        cost = (f" ({self.replays} replays on fresh executors, {self.seconds:.1f} s"
+        cost = (f" ({self.replays} replay{'s' if self.replays != 1 else ''} on fresh "
+                f"executors, {self.seconds:.1f} s"
                 f"{', budget spent: not fully shrunk' if self.exhausted else ''})")
         if self.skipped:
             return f"the history was not replayed on a fresh executor: {self.skipped}"

@@ -182,6 +182,13 @@ def buffer_pool() -> _Pool:
     return p
 
 
+def _pick(sets: list[list[np.ndarray]]) -> Make:
+    """Copies of one of ``sets`` (drawn per call)."""
+    def make(rng: np.random.Generator) -> list[np.ndarray]:
+        return [np.array(a, copy=True) for a in sets[int(rng.integers(len(sets)))]]
+    return make
+
+
 def random_pool(rng: np.random.Generator, graphs: int = 3, max_ops: int = 8) -> _Pool:
     """Random registry graphs (``build_random_graph``), each with its input sets, and one
     single-op case of some registry ops (their sampler's values)."""
@@ -190,9 +197,8 @@ def random_pool(rng: np.random.Generator, graphs: int = 3, max_ops: int = 8) -> 
         seed = int(rng.integers(2**32))
         case = build_random_graph(seed, int(rng.integers(2, max_ops + 1)),
                                   name=f"state_random_{seed}", input_sets=4)
-        sets = [case.inputs, *case.extra_inputs]
         p.add(case.graph, f"random graph seed {seed}",
-              lambda r, s=sets: [np.array(a, copy=True) for a in s[int(r.integers(len(s)))]])
+              _pick([case.inputs, *case.extra_inputs]))
     from interpreter.testing.sampling import RandomArgSource
 
     names = sorted(n for n, op in REGISTRY.items() if op.sample is not None
@@ -207,8 +213,7 @@ def random_pool(rng: np.random.Generator, graphs: int = 3, max_ops: int = 8) -> 
             continue  # a call that does not stage is no structure of the pool
         if not case.graph.outputs:
             continue
-        p.add(case.graph, f"{name} sample seed {seed}",
-              lambda r, c=case: [np.array(a, copy=True) for a in c.inputs])
+        p.add(case.graph, f"{name} sample seed {seed}", _pick([case.inputs]))
     return p
 
 

@@ -1,6 +1,6 @@
 """Multi-execution state (CONF-90..93): one executor instance, long interleaved sequences.
 
-Each test runs one sequence family (``conformance/sequences.py``) on the session's executor
+Each test runs one sequence family (``conformance/sequences.py``) on a fresh executor
 instance and judges every call; outputs returned earlier are re-checked after every later
 call. A failure is replayed on fresh executors (alone, with its history, shrunk) and stored
 with a ``repro.py`` that replays the kept calls (``conformance/history.py``).
@@ -19,7 +19,7 @@ from .harness import CountingExecutor, _option
 from .history import History, Shrunk, run_sequence, shrink, write_history
 from .minimize import budget_from
 from .outcomes import record
-from .sequences import FAMILIES, SMOKE_FAMILIES, build_sequence
+from .sequences import FAMILIES, build_sequence
 
 RULES = ("CONF-90", "CONF-91", "CONF-92", "EXEC-5", "MUT-4", "TOL-1")
 #: Calls per sequence: ``CALLS_FACTOR`` x the profile's ``max_examples`` within the bounds
@@ -53,13 +53,18 @@ def _fresh(config: Any) -> Any:
 def test_state_sequence(family: str, executor: Any, reference: Any,
                         conformance_artifacts: ArtifactDir,
                         request: pytest.FixtureRequest) -> None:
-    """One executor instance runs the family's sequence; every call is judged, and every
-    output it returned must keep its bytes through all later calls."""
+    """One fresh executor instance runs the family's sequence; every call is judged, and
+    every output it returned must keep its bytes through all later calls."""
     config = request.config
-    meta = {"op": None, "dtype": None, "shape_class": f"state:{family}", "rules": RULES}
+    isolated = bool(_option(config, "conformance_isolate", False))
+    # a fresh instance, so the history holds every call it served (CONF-91); under
+    # --conformance-isolate the session's (isolated) instance
+    instance = executor if isolated else _fresh(config)()
+    meta: dict[str, Any] = {"op": None, "dtype": None, "shape_class": f"state:{family}",
+                            "rules": RULES}
     record(request, **meta)
     steps = build_sequence(family, zlib.crc32(family.encode()), calls_per_sequence(config))
-    counter = CountingExecutor(executor)
+    counter = CountingExecutor(instance)
     history = History()
     label = f"state sequence [{family}]"
     failure = run_sequence(steps, counter, reference, label=label, history=history)
@@ -76,7 +81,7 @@ def test_state_sequence(family: str, executor: Any, reference: Any,
         conformance_artifacts.write_results(failure.verdict.expected, failure.verdict.actual,
                                             failure.message)
     budget = budget_from(config)
-    if _option(config, "conformance_isolate", False):
+    if isolated:
         shrunk = Shrunk(list(range(len(previous))), len(previous), False, False,
                         skipped="not done under --conformance-isolate (replays would run "
                                 "in this process)")
