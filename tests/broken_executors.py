@@ -471,10 +471,10 @@ class PooledOutputs(PatchedInterpreter):
         with self._lock:
             free, result = self._pool, []
             for o in outs:
-                slot = next((p for p in free if p.dtype == o.dtype and p.shape == o.shape),
-                            None)
-                if slot is not None:
-                    free.remove(slot)
+                k = next((i for i, p in enumerate(free)
+                          if p.dtype == o.dtype and p.shape == o.shape), None)
+                if k is not None:
+                    slot = free.pop(k)
                     np.copyto(slot, o)
                     o = slot
                 result.append(o)
@@ -509,10 +509,9 @@ class UnzeroedScratchPool(PatchedInterpreter):
         def create(*, dtype: DType, shape: tuple[int, ...], device: Any) -> np.ndarray:
             want = np.dtype(dtype.to_numpy())
             with self._lock:
-                b = next((p for p in self._pool if p.dtype == want and p.shape == tuple(shape)),
-                         None)
-                if b is not None:
-                    self._pool.remove(b)
+                k = next((i for i, p in enumerate(self._pool)
+                          if p.dtype == want and p.shape == tuple(shape)), None)
+                b = self._pool.pop(k) if k is not None else None
             if b is None:
                 b = np.zeros(shape, want)
             self._taken.items.append(b)
