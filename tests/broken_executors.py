@@ -459,7 +459,9 @@ class PooledOutputs(PatchedInterpreter):
     """An output allocator with a free list: when a call returns, the arrays the previous
     call returned go back to the pool (the runtime assumes the caller has consumed them),
     and a new output of the same dtype and shape is written into one of them. Every call's
-    own results are right; the caller's earlier results change under it (EXEC-5)."""
+    own results are right; the caller's earlier results change under it (EXEC-5). (The
+    front-end and random families catch it too, since they keep earlier results; their
+    single-call repros agree.)"""
 
     def __init__(self) -> None:
         super().__init__()
