@@ -147,3 +147,31 @@ def test_smoke_keeps_two_state_tests(tmp_path: Path) -> None:
 def test_probe_step_kinds_are_checked() -> None:
     with pytest.raises(ValueError, match="unknown step kind"):
         Step("weird", build_sequence("buffers", 1, 12)[0].graph, [])
+
+
+class _JitHalfway:
+    """The JIT with every pending compile finished after call ``at``: the sequence is served
+    interpreted first and compiled afterwards, whatever the background thread's timing."""
+
+    def __init__(self, at: int) -> None:
+        from reference_executors.jit import JitExecutor
+
+        self.jit = JitExecutor()
+        self.at = at
+        self.states: list[str] = []
+
+    def execute(self, graph: Graph, inputs: Sequence[Any]) -> Sequence[Any]:
+        if len(self.states) == self.at:
+            self.jit.wait_compiled()
+        self.states.append(self.jit.state(graph))
+        return self.jit.execute(graph, inputs)
+
+
+@pytest.mark.spec("CONF-90")
+def test_jit_switches_to_compiled_code_mid_sequence_and_agrees() -> None:
+    for family in ("same_structure", "interleaved"):
+        ex = _JitHalfway(20)
+        assert run_sequence(build_sequence(family, _seed(family), 40), ex, REF,
+                            label=family) is None
+        assert ex.states[0] == "absent"  # the first call is interpreted
+        assert "compiled" in ex.states[20:], ex.states  # later calls run compiled plans
