@@ -79,6 +79,8 @@ def test_shrink_finds_the_one_call_that_arms_the_bug() -> None:
     alone = shrink(previous, last, failure.kind, lambda: PooledOutputs(), REF, label="t",
                    seconds=30)
     assert not alone.reproduced  # PooledOutputs gives right values: no "values" failure
+    assert f"did not reproduce on a fresh executor, even replaying all {len(previous)}" in \
+        alone.summary()
 
 
 @pytest.mark.spec("CONF-91")
