@@ -35,8 +35,9 @@ from .sequences import Step
 from .strategies import Case
 from .unchanged import GraphChangedError
 
-__all__ = ["HISTORY_BYTES", "Failure", "History", "Shrunk", "load_history",
-           "replay_history", "run_sequence", "shrink", "write_history"]
+__all__ = ["HISTORY_BYTES", "Failure", "History", "Shrunk", "explain_with_history",
+           "fresh_executors", "load_history", "replay_history", "run_sequence", "shrink",
+           "write_history"]
 
 #: Bytes of inputs a :class:`History` keeps (oldest calls dropped beyond).
 HISTORY_BYTES = 32 << 20
@@ -46,8 +47,8 @@ HELD_BYTES = 8 << 20
 HISTORY_REPRO = '''#!/usr/bin/env python
 """Replay of a conformance failure that needs earlier calls: {test_id}
 
-Runs the {n} calls stored in history/ in order on ONE fresh executor, each judged against
-the reference; the last one is the call that failed.
+Runs the {n} calls stored in history/ (beside or above this file) in order on ONE fresh
+executor, each judged against the reference; the last one is the call that failed.
     python {rel}/repro.py [--executor=module:Class]
 Exits 1 while a call fails, 0 once every call agrees; 2 when the executor cannot be
 built, 3 on an error of the suite itself (please report those).
@@ -67,7 +68,7 @@ if __name__ == "__main__":
     for arg in sys.argv[1:]:
         if arg.startswith("--executor="):
             spec = arg.split("=", 1)[1]
-    sys.exit(replay_history(Path(__file__).resolve().parent / "history", spec))
+    sys.exit(replay_history({where}, spec))
 '''
 
 
@@ -234,12 +235,25 @@ class Shrunk:
 Factory = Callable[[], Any]
 
 
+def fresh_executors(config: Any) -> Factory:
+    """A factory of fresh instances of the run's ``--executor`` (as the session's one:
+    ``resolve``, with the suite's blame wrapper; CONF-92)."""
+    from .calls import BlamedExecutor
+    from .executors import resolve
+
+    spec = config.getoption("executor") if config is not None else None
+
+    def build() -> Any:
+        return BlamedExecutor(resolve(spec).executor)
+    return build
+
+
 def shrink(previous: Sequence[Step], last: Step, kind: str, fresh: Factory, reference: Any,
            *, label: str, seconds: float | None) -> Shrunk:
     """Replay on fresh executors (``fresh()`` builds one): ``last`` alone, then every
     previous call, then the shortest suffix that still fails, then without each call in
-    turn; a replay *fails* when its last call fails with the same ``kind``. ``seconds``
-    bounds the shrinking after the two first replays (None: no shrinking)."""
+    turn; a replay *fails* when its last call is its first failure, of the same ``kind``.
+    ``seconds`` bounds the shrinking after the two first replays (None: no shrinking)."""
     start = time.perf_counter()
     out = Shrunk(list(range(len(previous))), len(previous), False, False)
 
@@ -261,16 +275,19 @@ def shrink(previous: Sequence[Step], last: Step, kind: str, fresh: Factory, refe
             out.alone = out.reproduced = True
             out.kept = []
             return out
-        if not previous or not fails(out.kept):
-            return out
-        out.reproduced = True
         n = len(previous)
-        lo, hi, k = 0, n, 1  # the shortest failing suffix: doubling, then bisection
-        while k < n and not spent():
+        # the whole history; an earlier call of it may fail first (e.g. when the history
+        # holds an earlier attempt at the failing case), so suffixes are tried either way
+        hi: int | None = n if n and fails(out.kept) else None
+        lo, k = 0, 1
+        while k < n and not spent():  # the shortest failing suffix: doubling, bisection
             if fails(list(range(n - k, n))):
                 hi = k
                 break
             lo, k = k, 2 * k
+        if hi is None:
+            return out
+        out.reproduced = True
         while hi - lo > 1 and not spent():
             mid = (lo + hi) // 2
             if fails(list(range(n - mid, n))):
@@ -290,11 +307,36 @@ def shrink(previous: Sequence[Step], last: Step, kind: str, fresh: Factory, refe
         out.seconds = time.perf_counter() - start
 
 
+def explain_with_history(history: History, kind: str, fresh: Factory, reference: Any,
+                         art: ArtifactDir, *, label: str, seconds: float | None) -> str:
+    """For a failure of another family (``Harness``, CONF-91): the failing call is the
+    history's last step. Replayed alone on a fresh executor; when that agrees, the history
+    is shrunk and stored (``history/``, with its own ``repro.py``). Returns the lines to
+    add to the failure message ("" when the call alone fails too)."""
+    if not history.steps:
+        return ""
+    last, previous = history.steps[-1], history.steps[:-1]
+    if run_sequence([last], fresh(), reference, label=label) is not None:
+        return ""  # the stored repro reproduces it: nothing to add
+    if not previous:
+        return ("\nthe failing call alone agrees on a fresh executor, and it was this test's "
+                "first call: the failure depends on state from earlier tests, on timing or on "
+                "chance [CONF-91]")
+    out = shrink(previous, last, kind, fresh, reference, label=label, seconds=seconds)
+    kept = [previous[i] for i in out.kept] + [last]
+    numbers = [history.numbers[i] for i in out.kept] + [history.numbers[-1]]
+    d = write_history(art, kept, numbers, out.summary(), own_repro=True)
+    return (f"\nthe failing call alone agrees on a fresh executor (the repro above may "
+            f"say so); call {history.numbers[-1]} of this test on its executor instance: "
+            f"{out.summary()} [CONF-91]\nrepro with the history: python {d / 'repro.py'}")
+
+
 # -- storage and replay ----------------------------------------------------------------------
 def write_history(art: ArtifactDir, steps: Sequence[Step], numbers: Sequence[int],
-                  summary: str) -> Path:
+                  summary: str, *, own_repro: bool = False) -> Path:
     """``<test dir>/history/NNN/{graph.txt,inputs.npz}`` for ``steps`` (the last is the
-    failing call), ``history/history.json`` and ``<test dir>/repro.py`` replaying them."""
+    failing call), ``history/history.json`` and ``<test dir>/repro.py`` replaying them
+    (``own_repro``: ``history/repro.py``, the test's own ``repro.py`` left as it is)."""
     d = art.path / "history"
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
@@ -308,12 +350,15 @@ def write_history(art: ArtifactDir, steps: Sequence[Step], numbers: Sequence[int
     (d / "history.json").write_text(json.dumps(
         {"test": art.test_id, "executor": art.spec, "summary": summary, "calls": calls},
         indent=1) + "\n")
+    home = d if own_repro else art.path
     try:
-        rel = art.path.relative_to(Path.cwd())
+        rel = home.relative_to(Path.cwd())
     except ValueError:
-        rel = art.path
-    (art.path / "repro.py").write_text(HISTORY_REPRO.format(
-        test_id=art.test_id, n=len(steps), rel=rel, spec=art.spec, workdir=art.workdir))
+        rel = home
+    where = "Path(__file__).resolve().parent" + ("" if own_repro else ' / "history"')
+    (home / "repro.py").write_text(HISTORY_REPRO.format(
+        test_id=art.test_id, n=len(steps), rel=rel, spec=art.spec, workdir=art.workdir,
+        where=where))
     return d
 
 

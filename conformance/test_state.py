@@ -14,9 +14,8 @@ from typing import Any
 import pytest
 
 from .artifacts import ArtifactDir
-from .calls import BlamedExecutor
 from .harness import CountingExecutor, _option
-from .history import History, Shrunk, run_sequence, shrink, write_history
+from .history import History, Shrunk, fresh_executors, run_sequence, shrink, write_history
 from .minimize import budget_from
 from .outcomes import record
 from .sequences import FAMILIES, build_sequence
@@ -36,18 +35,6 @@ def calls_per_sequence(config: Any) -> int:
     return min(n, SMOKE_CALLS) if _option(config, "conformance_smoke", False) else n
 
 
-def _fresh(config: Any) -> Any:
-    """A factory of fresh executor instances like the session's one (CONF-92)."""
-    from .executors import resolve
-    from .plugin import executor_spec
-
-    spec = executor_spec(config)
-
-    def build() -> Any:
-        return BlamedExecutor(resolve(spec).executor)
-    return build
-
-
 @pytest.mark.spec(*RULES)
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_state_sequence(family: str, executor: Any, reference: Any,
@@ -59,7 +46,7 @@ def test_state_sequence(family: str, executor: Any, reference: Any,
     isolated = bool(_option(config, "conformance_isolate", False))
     # a fresh instance, so the history holds every call it served (CONF-91); under
     # --conformance-isolate the session's (isolated) instance
-    instance = executor if isolated else _fresh(config)()
+    instance = executor if isolated else fresh_executors(config)()
     meta: dict[str, Any] = {"op": None, "dtype": None, "shape_class": f"state:{family}",
                             "rules": RULES}
     record(request, **meta)
@@ -86,8 +73,8 @@ def test_state_sequence(family: str, executor: Any, reference: Any,
                         skipped="not done under --conformance-isolate (replays would run "
                                 "in this process)")
     else:
-        shrunk = shrink(previous, last, failure.kind, _fresh(config), reference, label=label,
-                        seconds=budget.seconds if budget is not None else None)
+        shrunk = shrink(previous, last, failure.kind, fresh_executors(config), reference,
+                        label=label, seconds=budget.seconds if budget is not None else None)
     dropped = (f"; the oldest {history.dropped} calls were not kept (memory budget)"
                if history.dropped else "")
     text = (f"{failure.message}\n"

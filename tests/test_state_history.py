@@ -177,3 +177,35 @@ def test_jit_switches_to_compiled_code_mid_sequence_and_agrees() -> None:
                             label=family) is None
         assert ex.states[0] == "absent"  # the first call is interpreted
         assert "compiled" in ex.states[20:], ex.states  # later calls run compiled plans
+
+
+class OffFromThirdCall(InterpreterExecutor):
+    """From its third call on, numeric outputs are 1 too large: any single call agrees on a
+    fresh instance, so only the history reproduces a failure."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[Any]:
+        self.calls += 1
+        outs = list(super().execute(graph, inputs))
+        return [o + o.dtype.type(1) if self.calls >= 3 and o.dtype.kind in "iuf" else o
+                for o in outs]
+
+
+@pytest.mark.spec("CONF-91", "CONF-92")
+def test_other_families_report_the_history_a_failure_needs(tmp_path: Path) -> None:
+    """A per-cell failure whose stored case agrees on a fresh executor says so, with the
+    shrunk history of the cell's calls and a repro.py replaying it."""
+    run = run_suite(tmp_path, "tests.test_state_history:OffFromThirdCall", ["test_ops.py"],
+                    "test_op and add-int32-general")
+    assert run.failed(), run.outcomes
+    text = run.text()
+    assert "the failing call alone agrees on a fresh executor" in text, text
+    assert "the failure needs the earlier calls: replaying 2 of" in text, text
+    scripts = sorted(run.artifacts.rglob("history/repro.py")) if run.artifacts else []
+    assert scripts, text
+    p = subprocess.run([sys.executable, str(scripts[0])], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 1 and "FAIL: call 3 of 3" in p.stdout, p.stdout + p.stderr
