@@ -15,7 +15,8 @@ and a JIT switches from interpreting to compiled code mid-sequence. Step kinds:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -42,14 +43,16 @@ class Step:
     graph: Graph
     inputs: list[np.ndarray]
     note: str = ""
-    #: structural hash, filled in on construction (the sequences reuse structures)
-    key: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown step kind {self.kind!r}; expected one of {KINDS}")
-        if not self.key:
-            self.key = self.graph.structural_hash()
+
+    @cached_property
+    def key(self) -> str:
+        """The graph's structural hash (computed when asked: the Harness records every
+        case it runs)."""
+        return self.graph.structural_hash()
 
     def describe(self) -> str:
         what = {"value": "", "bad": " (mismatched inputs)", "probe": " (a probe)"}[self.kind]
