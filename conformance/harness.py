@@ -26,8 +26,10 @@ from .calls import ExecutorRaised, quiet, suite_error_message
 from .diagnosis import annotate, explained_by
 from .differential import ReferenceRefused, Verdict, check_case
 from .expectations import declared_deviations
+from .history import History, explain_with_history, fresh_executors
 from .minimize import budget_from, in_final_example, minimize_raised_stored, minimize_stored
 from .outcomes import not_covered, record, refused
+from .sequences import Step
 from .strategies import INPUT_SETS, Case
 
 __all__ = ["REFUSAL_STOP", "CountingExecutor", "ExecutorError", "Harness", "SuiteFailure",
@@ -126,6 +128,7 @@ class Harness:
         self.declared = declared_deviations(request, op, dtype)  # CONF-41
         self.deviations = 0
         self.deviated: list[str] = []  # the declared classes seen
+        self.history = History()  # the calls of this test on its instance (CONF-91)
 
     def check(self, case: Case) -> Verdict:
         """Judge ``case`` on its inputs and then on each of its ``extra_inputs`` (CONF-30);
@@ -152,6 +155,7 @@ class Harness:
         where = None
         try:
             where = self.artifacts.write_case(case.graph, case.inputs)
+            self.history.record(Step("value", case.graph, case.inputs), "")
             verdict = check_case(case, self.executor, self.reference, label=self.label)
         except ReferenceRefused:
             self.reference_refusals += 1
@@ -168,6 +172,7 @@ class Harness:
                 extra = minimize_raised_stored(
                     case, e, self.executor, self.reference, self.artifacts,
                     budget=budget_from(getattr(self.request, "config", None)))
+                extra += self._with_history("raised")
             except Exception as err:
                 self._suite_error(err, where, f"\n(while minimising: {e.describe()})")
             repro = f"repro: python {where / 'repro.py'}" if where else ""
@@ -210,6 +215,7 @@ class Harness:
                                                      f"#{verdict.divergence.index}")
                 (sub / "failure.txt").write_text(str(verdict.divergence) + "\n")
                 extra += f"\nrepro of the first diverging node: python {sub / 'repro.py'}"
+            extra += self._with_history("values")
         except Exception as e:
             self._suite_error(e, where, f"\n(while writing the artifacts of this failure:\n"
                                         f"{verdict.message})")
@@ -218,6 +224,19 @@ class Harness:
                       f"{where / 'graph.device.txt'}")
         pytest.fail(f"{verdict.message}\nartifacts: {where}\n"
                     f"repro: python {where / 'repro.py'}{extra}", pytrace=False)
+
+    def _with_history(self, kind: str) -> str:
+        """In the final example, outside ``--conformance-isolate`` and with minimisation on:
+        when the failing call agrees alone on a fresh executor, the shrunk history of this
+        test's calls that reproduces it (CONF-91, CONF-92)."""
+        config = getattr(self.request, "config", None)
+        budget = budget_from(config)
+        if (config is None or budget is None or not in_final_example()
+                or _option(config, "conformance_isolate", False)):
+            return ""
+        return explain_with_history(self.history, kind, fresh_executors(config),
+                                    self.reference, self.artifacts, label=self.label,
+                                    seconds=budget.seconds)
 
     def _explained(self, case: Case, verdict: Verdict) -> bool:
         return bool(self.declared) and explained_by(case.graph, case.inputs, verdict.actual,

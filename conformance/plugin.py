@@ -262,6 +262,10 @@ def _smoke_key(item: pytest.Item) -> tuple[Any, ...] | None:
         return ("op", REGISTRY[params["op_name"]].category, kind)
     if name == "test_graph":  # mixed-0 only
         return ("graph",) if (params["family"], params["chunk"]) == ("mixed", 0) else _DROP
+    if name == "test_state_sequence":  # CONF-93: the smoke families of the state tests
+        from .sequences import SMOKE_FAMILIES
+
+        return ("state", params["family"]) if params["family"] in SMOKE_FAMILIES else _DROP
     if params.get("op_name") in REGISTRY:  # other per-op families: one per op family
         return (name, REGISTRY[params["op_name"]].category)
     return None

@@ -37,6 +37,7 @@ __all__ = [
     "FlushToZero",
     "FlushToZeroSignBug",
     "FusedMultiplyAdd",
+    "HalfBuiltPlanCache",
     "HangingExecutor",
     "IgnoredSeed",
     "NaNComparisonByNegation",
@@ -44,6 +45,7 @@ __all__ = [
     "NaNSkippingSum",
     "NondeterministicExecutor",
     "OverflowingSigmoid",
+    "PooledOutputs",
     "RaisingSigmoid",
     "ReciprocalDivision",
     "RefusesAfterWrite",
@@ -55,6 +57,7 @@ __all__ = [
     "TiledSumDropsTail",
     "TruncatingFloorDiv",
     "TupleAttrsToListsInPlace",
+    "UnzeroedScratchPool",
     "WrongOutputDtype",
 ]
 
@@ -562,3 +565,118 @@ class ScalarKeyedPlanCache(PatchedInterpreter):
         plan = self.plans.setdefault(_plan_key(graph), graph)
         return super().run(plan, inputs)
 
+# -- state that leaks between executions (caught by conformance/test_state.py) ---------------
+class PooledOutputs(PatchedInterpreter):
+    """An output allocator with a free list: when a call returns, the arrays the previous
+    call returned go back to the pool (the runtime assumes the caller has consumed them),
+    and a new output of the same dtype and shape is written into one of them. Every call's
+    own results are right; the caller's earlier results change under it (EXEC-5). (The
+    front-end and random families catch it too, since they keep earlier results; their
+    single-call repros agree.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._pool: list[np.ndarray] = []
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        outs = super().run(graph, inputs)
+        with self._lock:
+            free, result = self._pool, []
+            for o in outs:
+                k = next((i for i, p in enumerate(free)
+                          if p.dtype == o.dtype and p.shape == o.shape), None)
+                if k is not None:
+                    slot = free.pop(k)
+                    np.copyto(slot, o)
+                    o = slot
+                result.append(o)
+            self._pool = list(result)
+        return result
+
+
+class UnzeroedScratchPool(PatchedInterpreter):
+    """``buffer_create`` is served from a per-instance pool of scratch buffers keyed by dtype
+    and shape: buffers go back to the pool when an execution ends and are handed out again
+    without being cleared. A fresh instance's buffers are zero; later ones hold whatever
+    the last execution left in them (MUT-4: all zero)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._pool: list[np.ndarray] = []
+        self._taken = threading.local()
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        self._taken.items = []
+        try:
+            return super().run(graph, inputs)
+        finally:
+            with self._lock:
+                self._pool.extend(self._taken.items)
+
+    def kernel_for(self, node: Node) -> Kernel:
+        if node.op.name != "buffer_create":
+            return super().kernel_for(node)
+
+        def create(*, dtype: DType, shape: tuple[int, ...], device: Any) -> np.ndarray:
+            want = np.dtype(dtype.to_numpy())
+            with self._lock:
+                k = next((i for i, p in enumerate(self._pool)
+                          if p.dtype == want and p.shape == tuple(shape)), None)
+                b = self._pool.pop(k) if k is not None else None
+            if b is None:
+                b = np.zeros(shape, want)
+            self._taken.items.append(b)
+            return b
+        return create
+
+
+class _Plan:
+    """A cached plan of one structure: the positions of the nodes to run (any graph of the
+    structure runs it), output buffers preallocated per call from the declared types."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+
+    def run(self, graph: Graph, inputs: Sequence[Any], kernel_for: Callable[[Node], Kernel]
+            ) -> list[np.ndarray]:
+        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
+        with np.errstate(all="ignore"):
+            for node in (graph.nodes[i] for i in self.steps):
+                out = kernel_for(node)(*[env[v] for v in node.operands], **node.attrs)
+                env.update(zip(node.results, as_results(out), strict=True))
+        outs = []
+        for v in graph.outputs or ():
+            o = np.zeros(v.type.shape, v.type.dtype.to_numpy())
+            if v in env:
+                np.copyto(o, env[v])
+            outs.append(o)
+        return outs
+
+
+class HalfBuiltPlanCache(PatchedInterpreter):
+    """A plan cache keyed by graph structure. The first call of a structure registers its
+    entry (output buffers preallocated from the declared types), then validates the inputs
+    (EXEC-7) and fills in the nodes to run. A first call with mismatched inputs raises after
+    the entry was registered: the half-built entry, with no nodes, then serves every later
+    call of that structure and returns the preallocated outputs unwritten (zeros)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._plans: dict[str, _Plan] = {}
+
+    def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
+        why = self.refusal(graph)
+        if why is not None:
+            raise UnsupportedGraphError(f"{type(self).__name__}: {why}")
+        graph = lowered(graph)
+        key = graph.structural_hash()
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = _Plan()  # registered before it is built
+            validate_inputs(type(self).__name__, graph, inputs)
+            plan.steps = list(range(len(graph.nodes)))
+        else:
+            validate_inputs(type(self).__name__, graph, inputs)
+        return plan.run(graph, list(inputs), self.kernel_for)

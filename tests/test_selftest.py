@@ -46,6 +46,13 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
      ["execute changed the graph it was given", "EXEC-15"]),
     ("NondeterministicExecutor", ["test_determinism.py"],
      "test_op_deterministic and (exp or add or mul)", ["differs between two executions"]),
+    # state between executions (CONF-90..92): the repro.py replays the shrunk history
+    ("PooledOutputs", ["test_state.py"], "equal_shapes",
+     ["changed during call #2", "EXEC-5", "replaying 1 of 1 previous calls"]),
+    ("UnzeroedScratchPool", ["test_state.py"], "buffers",
+     ["buffer_create, store one row", "the failure needs the earlier calls"]),
+    ("HalfBuiltPlanCache", ["test_state.py"], "failures_between",
+     ["the failure needs the earlier calls: replaying 1 of 6 previous calls"]),
 ]
 
 
