@@ -22,8 +22,9 @@ signed-zero        float zero results lose their sign                    NUM-9
 int-saturation     integer add/sub/mul/negate/abs saturate               NUM-2
 rounding-mode      ``round`` half away from zero, truncating ``//``/%    NUM-3
 transcendental     (no variant) an ULP-budget op beyond its budget       NUM-7
-store-order        one load/store of a buffer moved past another access  MUT-2
+store-order        one load/store of a buffer moved past another access  MUT-7
                    of it, or a store deleted (CONF-96)
+stale-buffer       (no variant) a fresh buffer's first load not all zero MUT-6
 nan-payload        (no variant) values right, NaN bytes changed          DT-6
 layout             (no variant) a CPU output not C-contiguous            DT-2
 =================  ====================================================  ========
@@ -34,6 +35,7 @@ with :func:`explained_by`: the variant composed of all declared classes.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -345,8 +347,8 @@ _VARIANTS: dict[str, _Class] = {
                             "floor_div/mod"),
 }
 #: every diagnosis class name (what ``deviations = [...]`` accepts)
-CLASSES: tuple[str, ...] = (*_VARIANTS, "transcendental", "store-order", "nan-payload",
-                            "layout")
+CLASSES: tuple[str, ...] = (*_VARIANTS, "transcendental", "store-order", "stale-buffer",
+                            "nan-payload", "layout")
 _ACCESS = ("buffer_load", "buffer_store", "buffer_store_slice")
 #: at most this many reorderings are tried per failure (store-order)
 MAX_ORDERS = 64
@@ -507,14 +509,15 @@ def _orders(graph: Graph) -> list[tuple[str, list[int]]]:
     moves: dict[tuple[str, str], list[tuple[int, int]]] = {}
     drops: dict[tuple[str, str], list[int]] = {}
     for ks in per.values():
-        for a, b in zip(ks, ks[1:], strict=False):
+        for a, b in itertools.pairwise(ks):
             if name[a] == name[b] == "buffer_load":
                 continue
             if all(made.get(v, -1) < a for v in graph.nodes[b].operands[1:]):
                 moves.setdefault((name[a], name[b]), []).append((a, b))
-        for a, b in zip(ks, [*ks[1:], None], strict=True):
+        for a, nxt in zip(ks, [*ks[1:], None], strict=True):
             if name[a] != "buffer_load":
-                drops.setdefault((name[a], "end" if b is None else name[b]), []).append(a)
+                drops.setdefault((name[a], "end" if nxt is None else name[nxt]),
+                                 []).append(a)
 
     def moved(pairs: list[tuple[int, int]]) -> list[int]:
         order = list(range(n))
@@ -563,6 +566,25 @@ def _run_order(graph: Graph, inputs: Sequence[np.ndarray], order: Sequence[int]
     return result, operands
 
 
+def _stale_buffers(graph: Graph, actual: dict[str, np.ndarray]) -> list[Finding]:
+    """``stale-buffer``: an output loaded from a ``buffer_create`` buffer before any store
+    into it holds nonzero bytes (MUT-4, MUT-6: storage reused without clearing)."""
+    first: dict[Value, Node] = {}
+    for node in graph.nodes:
+        if node.op.name in _ACCESS and node.operands[0] not in first:
+            first[node.operands[0]] = node
+    fresh = {first[r].results[0] for node in graph.nodes if node.op.name == "buffer_create"
+             for r in node.results if r in first and first[r].op.name == "buffer_load"}
+    bad = [f"out{i}" for i, v in enumerate(graph.outputs or ()) if v in fresh
+           and (a := actual.get(f"out{i}")) is not None and a.size
+           and np.ascontiguousarray(a).view(np.uint8).any()]
+    if not bad:
+        return []
+    return [Finding("stale-buffer", "MUT-6", f"{', '.join(bad)} loaded from a fresh "
+                    f"buffer_create buffer before any store hold nonzero bytes: its storage "
+                    f"kept an earlier execution's contents (all-zero bytes required, MUT-4)")]
+
+
 def _store_order(graph: Graph, inputs: Sequence[np.ndarray], actual: dict[str, np.ndarray]
                  ) -> list[Finding]:
     """``store-order``: the first reordering (:func:`_orders`) that reproduces ``actual``."""
@@ -572,7 +594,7 @@ def _store_order(graph: Graph, inputs: Sequence[np.ndarray], actual: dict[str, n
         except Exception:
             continue
         if got is not None and _agrees(graph, got[0], got[1], actual):
-            return [Finding("store-order", "MUT-2", f"buffer accesses out of staging order "
+            return [Finding("store-order", "MUT-7", f"buffer accesses out of staging order "
                             f"(GRAPH-5): matches the reference with {what}")]
     return []
 
@@ -592,7 +614,7 @@ def diagnose(graph: Graph, inputs: Sequence[np.ndarray], expected: dict[str, np.
     found = [Finding(name, c.rule, c.what) for name, c in _VARIANTS.items()
              if _variant(graph, inputs, actual, [name]) is not None]
     if not found and any(n.op.name in _ACCESS for n in graph.nodes):
-        found = _store_order(graph, inputs, actual)
+        found = _stale_buffers(graph, actual) or _store_order(graph, inputs, actual)
     return form + (found or _transcendental(graph, expected, actual))
 
 

@@ -482,9 +482,9 @@ class CanonicalNaNMoves(PatchedInterpreter):
 
 
 class StridedPermute(PatchedInterpreter):
-    """``permute`` returns ``x.transpose(perm).copy()``: numpy's ``copy`` keeps the view's
-    memory order (``order="K"``), so the fresh output is Fortran-ordered, not C-contiguous
-    (DT-2). Values, dtype and shape are right."""
+    """Results are made fresh with ``np.copy`` (EXEC-5), whose default ``order="K"`` keeps a
+    view's memory order: ``permute``'s transposed view comes back Fortran-ordered (or
+    strided), not C-contiguous (DT-2). Values, dtype and shape are right."""
 
     def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
         outs = self.raw_outputs(graph, inputs)
