@@ -135,8 +135,9 @@ class RandomArgSource:
 
 def _vary_nans(out: np.ndarray, dtype: DType) -> None:
     """Give the NaNs of ``out`` (1-d) payload and sign variety in place: the k-th NaN gets
-    ``nan_payloads(dtype)[k % (n + 1) - 1]``, every (n + 1)-th stays canonical. Positional,
-    so it draws nothing from the generator (the other values stay as they were)."""
+    ``nan_payloads(dtype)[(k + 1) % (n + 1) - 1]``, every (n + 1)-th stays canonical (so an
+    array's first NaN has other bytes). Positional, so it draws nothing from the generator
+    (the other values stay as they were)."""
     if not dtype.is_float():
         return
     variants = nan_payloads(dtype)
@@ -144,6 +145,6 @@ def _vary_nans(out: np.ndarray, dtype: DType) -> None:
         where = np.flatnonzero(np.isnan(out.astype(np.float32)))
     if not variants.size or not where.size:
         return
-    pick = np.arange(where.size) % (variants.size + 1)
+    pick = (np.arange(where.size) + 1) % (variants.size + 1)
     keep = pick > 0
     out[where[keep]] = variants[pick[keep] - 1]
