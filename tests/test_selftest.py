@@ -196,12 +196,14 @@ MUTREACH: list[tuple[str, list[str], str | None, list[str]]] = [
      ["store-order", "MUT-7"]),
     ("DeadStoreBeforeSliceStore", ["test_graphs.py"], "buffer or mixed-0",
      ["store-order", "MUT-7"]),
+    ("LoadHoistedAboveSliceStore", ["test_frontend.py"], "realization_boundary_invariance",
+     ["[CONF-97]", "store-order", "graph repro: python"]),
 ]
 
 
 @pytest.mark.spec("CONF-94", "CONF-95", "CONF-96", "CONF-18", "CONF-11")
 @pytest.mark.parametrize(("broken", "files", "k", "words"), MUTREACH,
-                         ids=[c[0] for c in MUTREACH])
+                         ids=[f"{c[0]}-{c[1][0][5:-3]}" for c in MUTREACH])
 def test_mutreach_broken_executor_is_caught(tmp_path: Path, broken: str, files: list[str],
                                             k: str | None, words: list[str]) -> None:
     """Scratch buffers kept across executions, NaN bytes lost in copies, Fortran-ordered
