@@ -22,6 +22,11 @@ signed-zero        float zero results lose their sign                    NUM-9
 int-saturation     integer add/sub/mul/negate/abs saturate               NUM-2
 rounding-mode      ``round`` half away from zero, truncating ``//``/%    NUM-3
 transcendental     (no variant) an ULP-budget op beyond its budget       NUM-7
+store-order        one load/store of a buffer moved past another access  MUT-7
+                   of it, or a store deleted (CONF-96)
+stale-buffer       (no variant) a fresh buffer's first load not all zero MUT-6
+nan-payload        (no variant) values right, NaN bytes changed          DT-6
+layout             (no variant) a CPU output not C-contiguous            DT-2
 =================  ====================================================  ========
 
 Declared deviations (``deviations = ["ftz"]`` in the expectations file, CONF-41) are checked
@@ -30,6 +35,7 @@ with :func:`explained_by`: the variant composed of all declared classes.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -43,6 +49,7 @@ from interpreter.rounding import round_to
 from interpreter.types import BufferType
 
 from .compare import compare_arrays, compare_op, same_bits, ulp_distance
+from .layout import byte_exact_buffers, byte_exact_values, nan_bytes
 
 __all__ = ["CLASSES", "Finding", "annotate", "diagnose", "explained_by", "format_findings",
            "variant_outputs"]
@@ -340,7 +347,11 @@ _VARIANTS: dict[str, _Class] = {
                             "floor_div/mod"),
 }
 #: every diagnosis class name (what ``deviations = [...]`` accepts)
-CLASSES: tuple[str, ...] = (*_VARIANTS, "transcendental")
+CLASSES: tuple[str, ...] = (*_VARIANTS, "transcendental", "store-order", "stale-buffer",
+                            "nan-payload", "layout")
+_ACCESS = ("buffer_load", "buffer_store", "buffer_store_slice")
+#: at most this many reorderings are tried per failure (store-order)
+MAX_ORDERS = 64
 
 
 # -- evaluation --------------------------------------------------------------------------------
@@ -407,12 +418,53 @@ def _agrees(graph: Graph, want: dict[str, np.ndarray], operands: list[list[np.nd
 
 def explained_by(graph: Graph, inputs: Sequence[np.ndarray], actual: dict[str, np.ndarray],
                  classes: Sequence[str]) -> bool:
-    """True when the variant composed of ``classes`` reproduces ``actual`` (CONF-41)."""
+    """True when the variant composed of ``classes`` reproduces ``actual`` (CONF-41). No
+    class explains a layout (DT-2) or NaN-bytes (DT-6) failure."""
+    if _form_findings(graph, None, actual):
+        return False
+    got = _variant(graph, inputs, actual, classes)
+    return got is not None and not _form_findings(graph, got, actual)
+
+
+def _variant(graph: Graph, inputs: Sequence[np.ndarray], actual: dict[str, np.ndarray],
+             classes: Sequence[str]) -> dict[str, np.ndarray] | None:
+    """The variant's values where they reproduce ``actual``'s values (NaN matching NaN)."""
     try:
         got = variant_outputs(graph, inputs, classes)
     except Exception:
-        return False
-    return got is not None and _agrees(graph, got[0], got[1], actual)
+        return None
+    return got[0] if got is not None and _agrees(graph, got[0], got[1], actual) else None
+
+
+def _form_findings(graph: Graph, expected: dict[str, np.ndarray] | None,
+                   actual: dict[str, np.ndarray]) -> list[Finding]:
+    """``layout`` for a CPU output that is not C-contiguous (DT-2); with ``expected``,
+    ``nan-payload`` for NaNs of byte-exact values (DT-6) whose bytes differ."""
+    found: list[Finding] = []
+    outs = list(graph.outputs or ())
+    strided = [k for k, a in actual.items() if k.startswith("out") and int(k[3:]) < len(outs)
+               and outs[int(k[3:])].type.device.is_cpu() and isinstance(a, np.ndarray)
+               and not a.flags.c_contiguous]
+    if strided:
+        found.append(Finding("layout", "DT-2", f"{', '.join(strided)} not C-contiguous "
+                             f"(a view's strides or Fortran order kept in the result)"))
+    if expected is None:
+        return found
+    exact = byte_exact_values(graph) | byte_exact_buffers(graph)
+    keys = [f"out{i}" for i, v in enumerate(outs) if v in exact]
+    keys += [f"buf{i}" for i, v in enumerate(graph.inputs) if v in exact
+             and isinstance(v.type, BufferType)]
+    bad = []
+    for key in keys:
+        e, g = expected.get(key), actual.get(key)
+        if e is not None and g is not None and e.shape == g.shape and e.dtype == g.dtype \
+                and nan_bytes(e, g, key) is not None:
+            bad.append(key)
+    if bad:
+        found.append(Finding("nan-payload", "DT-6", f"NaN payload or sign bytes differ in "
+                             f"{', '.join(bad)}: a byte copy went through float arithmetic "
+                             f"or a default-NaN mode"))
+    return found
 
 
 def _transcendental(graph: Graph, expected: dict[str, np.ndarray],
@@ -442,15 +494,128 @@ def _transcendental(graph: Graph, expected: dict[str, np.ndarray],
     return found
 
 
+def _orders(graph: Graph) -> list[tuple[str, list[int]]]:
+    """Node orders of ``graph`` with buffer accesses moved or stores removed: each access
+    hoisted above the previous access of the same buffer (where one of the two writes and
+    its operands exist there), each store dropped; then every move (every drop) of one kind
+    at once, e.g. each load hoisted above the slice store before it."""
+    n = len(graph.nodes)
+    made = {r: k for k, node in enumerate(graph.nodes) for r in node.results}
+    per: dict[Value, list[int]] = {}
+    for k, node in enumerate(graph.nodes):
+        if node.op.name in _ACCESS:
+            per.setdefault(node.operands[0], []).append(k)
+    name = [node.op.name for node in graph.nodes]
+    moves: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    drops: dict[tuple[str, str], list[int]] = {}
+    for ks in per.values():
+        for a, b in itertools.pairwise(ks):
+            if name[a] == name[b] == "buffer_load":
+                continue
+            if all(made.get(v, -1) < a for v in graph.nodes[b].operands[1:]):
+                moves.setdefault((name[a], name[b]), []).append((a, b))
+        for a, nxt in zip(ks, [*ks[1:], None], strict=True):
+            if name[a] != "buffer_load":
+                drops.setdefault((name[a], "end" if nxt is None else name[nxt]),
+                                 []).append(a)
+
+    def moved(pairs: list[tuple[int, int]]) -> list[int]:
+        order = list(range(n))
+        for a, b in sorted(pairs):
+            order.remove(b)
+            order.insert(order.index(a), b)
+        return order
+
+    out: list[tuple[str, list[int]]] = []
+    for pairs in moves.values():
+        out += [(f"node #{b} {name[b]} run before node #{a} {name[a]} of the same buffer",
+                 moved([(a, b)])) for a, b in pairs]
+    for ks in drops.values():
+        out += [(f"node #{k} {name[k]} not run (a deleted store)",
+                 [j for j in range(n) if j != k]) for k in ks]
+    for (first, then), pairs in moves.items():
+        if len(pairs) > 1:
+            out.append((f"every {then} run before the {first} of the same buffer just before "
+                        f"it ({len(pairs)} nodes)", moved(pairs)))
+    for (store, then), ks in drops.items():
+        if len(ks) > 1:
+            out.append((f"every {store} followed by a {then} of the same buffer not run "
+                        f"({len(ks)} deleted stores)", [j for j in range(n) if j not in ks]))
+    return out[:MAX_ORDERS]
+
+
+def _run_order(graph: Graph, inputs: Sequence[np.ndarray], order: Sequence[int]
+               ) -> tuple[dict[str, np.ndarray], list[list[np.ndarray]]] | None:
+    copies = [np.array(a, copy=True) for a in inputs]
+    env: dict[Value, Any] = dict(zip(graph.inputs, copies, strict=True))
+    operands: list[list[np.ndarray]] = [[] for _ in graph.nodes]
+    with np.errstate(all="ignore"):
+        for k in order:
+            node = graph.nodes[k]
+            args = [env[v] for v in node.operands]
+            operands[k] = [np.array(a, copy=True) for a in args]
+            out = node.op.kernel(*args, **node.attrs)
+            outs: tuple[Any, ...] = ((out,) if len(node.results) == 1
+                                     else () if out is None else tuple(out))
+            env.update(zip(node.results, outs, strict=True))
+    if any(v not in env for v in graph.outputs or ()):
+        return None  # an output of a dropped node
+    result = {f"out{i}": np.asarray(env[v]) for i, v in enumerate(graph.outputs or ())}
+    result.update({f"buf{i}": copies[i] for i, v in enumerate(graph.inputs)
+                   if isinstance(v.type, BufferType)})
+    return result, operands
+
+
+def _stale_buffers(graph: Graph, actual: dict[str, np.ndarray]) -> list[Finding]:
+    """``stale-buffer``: an output loaded from a ``buffer_create`` buffer before any store
+    into it holds nonzero bytes (MUT-4, MUT-6: storage reused without clearing)."""
+    first: dict[Value, Node] = {}
+    for node in graph.nodes:
+        if node.op.name in _ACCESS and node.operands[0] not in first:
+            first[node.operands[0]] = node
+    fresh = {first[r].results[0] for node in graph.nodes if node.op.name == "buffer_create"
+             for r in node.results if r in first and first[r].op.name == "buffer_load"}
+    bad = [f"out{i}" for i, v in enumerate(graph.outputs or ()) if v in fresh
+           and (a := actual.get(f"out{i}")) is not None and a.size
+           and np.ascontiguousarray(a).view(np.uint8).any()]
+    if not bad:
+        return []
+    return [Finding("stale-buffer", "MUT-6", f"{', '.join(bad)} loaded from a fresh "
+                    f"buffer_create buffer before any store hold nonzero bytes: its storage "
+                    f"kept an earlier execution's contents (all-zero bytes required, MUT-4)")]
+
+
+def _store_order(graph: Graph, inputs: Sequence[np.ndarray], actual: dict[str, np.ndarray]
+                 ) -> list[Finding]:
+    """``store-order``: the first reordering (:func:`_orders`) that reproduces ``actual``."""
+    for what, order in _orders(graph):
+        try:
+            got = _run_order(graph, inputs, order)
+        except Exception:
+            continue
+        if got is not None and _agrees(graph, got[0], got[1], actual):
+            return [Finding("store-order", "MUT-7", f"buffer accesses out of staging order "
+                            f"(GRAPH-5): matches the reference with {what}")]
+    return []
+
+
 def diagnose(graph: Graph, inputs: Sequence[np.ndarray], expected: dict[str, np.ndarray],
              actual: dict[str, np.ndarray]) -> list[Finding]:
     """Every class whose variant alone reproduces the executor's ``actual`` values; when none
-    does, ``transcendental`` findings for ULP-budget ops off by more than their budget."""
-    found: list[Finding] = []
-    for name, c in _VARIANTS.items():
-        if explained_by(graph, inputs, actual, [name]):
-            found.append(Finding(name, c.rule, c.what))
-    return found or _transcendental(graph, expected, actual)
+    does, ``transcendental`` findings for ULP-budget ops off by more than their budget,
+    ``store-order`` for a buffer access reordering (or deleted store) that reproduces the
+    results; ``layout`` (DT-2) and ``nan-payload`` (DT-6) alongside, or alone where every
+    value agrees."""
+    same = all(k in actual and actual[k].shape == e.shape and actual[k].dtype == e.dtype
+               and same_bits(e, actual[k]).all() for k, e in expected.items())
+    form = _form_findings(graph, expected, actual)
+    if same:  # values agree: only bytes or layout can be wrong
+        return form
+    found = [Finding(name, c.rule, c.what) for name, c in _VARIANTS.items()
+             if _variant(graph, inputs, actual, [name]) is not None]
+    if not found and any(n.op.name in _ACCESS for n in graph.nodes):
+        found = _stale_buffers(graph, actual) or _store_order(graph, inputs, actual)
+    return form + (found or _transcendental(graph, expected, actual))
 
 
 def format_findings(findings: Sequence[Finding]) -> str:

@@ -34,6 +34,7 @@ from interpreter.types import BufferType
 
 from .calls import ExecutorRaised, SuiteError, call_executor
 from .compare import Mismatch, as_numpy, compare_arrays, compare_op
+from .layout import byte_exact_buffers, byte_exact_values, layout_problem, nan_bytes
 from .strategies import Case
 
 __all__ = [
@@ -228,15 +229,22 @@ def check_case(case: Case, executor: Any, reference: Any, *, label: str = "",
         return verdict
 
     differing: list[tuple[str, Value, Mismatch]] = []
+    outputs = list(graph.outputs or [])
     for i, (e_raw, g) in enumerate(zip(expected, got_raw, strict=True)):
         m = compare_arrays(np.asarray(e_raw), g, label=f"output {i}")
+        if m is not None and m.kind in ("dtype", "shape"):
+            m.message += f" [EXEC-4{', DT-2' if m.kind == 'dtype' else ''}]"
+        if m is None and outputs[i].type.device.is_cpu():
+            m = layout_problem(g, f"output {i}")
         if m is not None:
-            differing.append((f"out{i}", (graph.outputs or [])[i], m))
+            differing.append((f"out{i}", outputs[i], m))
     for i in bufs:
         m = compare_arrays(ref_inputs[i], got_inputs[i],
                            label=f"final contents of buffer input {i}")
         if m is not None:
             differing.append((f"buf{i}", graph.inputs[i], m))
+    if not differing:
+        differing = _byte_mismatches(case, exp_map, act_map)
     if not differing:
         return verdict
 
@@ -272,8 +280,10 @@ def check_case(case: Case, executor: Any, reference: Any, *, label: str = "",
     # Only failing values seed the search: a value within tolerance is no evidence, and a
     # node outside every failing value's cone cannot be its cause.
     seeds = [v for v, _ in hard + soft]
+    # bytes and layout (DT-6, DT-2) are not compared node by node: no divergence search
+    form_only = all(m.kind in ("bytes", "layout") for _, _, m in differing)
     div = first_divergence(graph, case.inputs, executor, seeds) if (
-        soft or (locate and len(graph.nodes) > 1)) else None
+        soft or (locate and len(graph.nodes) > 1 and not form_only)) else None
     verdict.divergence = div
     verdict.locally_checked = bool(soft)
     if not hard and div is None:
@@ -288,11 +298,45 @@ def check_case(case: Case, executor: Any, reference: Any, *, label: str = "",
         parts += [_indent(s) for _, s in proven]
     if div is not None and len(graph.nodes) > 1:
         parts.append(_indent(str(div)))
-    elif len(graph.nodes) > 1 and locate:
+    elif len(graph.nodes) > 1 and locate and not form_only:
         parts.append("  every node agrees when run as a prefix of the graph: the result "
                      "depends on the surrounding graph (fusion or scheduling)")
     verdict.message = "\n".join(parts)
     return verdict
+
+
+def _byte_mismatches(case: Case, expected: dict[str, np.ndarray],
+                     actual: dict[str, np.ndarray]) -> list[tuple[str, Value, Mismatch]]:
+    """NaN bytes of the values whose bytes the spec fixes (DT-6, MUT-2), once every value
+    matches; elements an op leaves unspecified (TOL-2) are not compared."""
+    graph = case.graph
+    exact, buffers = byte_exact_values(graph), byte_exact_buffers(graph)
+    keys = [(f"out{i}", v, f"output {i}") for i, v in enumerate(graph.outputs or [])
+            if v in exact]
+    keys += [(f"buf{i}", v, f"final contents of buffer input {i}")
+             for i, v in enumerate(graph.inputs) if v in buffers]
+    found: list[tuple[str, Value, Mismatch]] = []
+    producer = {r: n for n in graph.nodes for r in n.results}
+    env: tuple[dict[Value, Any], list[list[np.ndarray]]] | None = None
+    for key, v, label in keys:
+        e, g = expected.get(key), actual.get(key)
+        if e is None or g is None:
+            continue
+        node = producer.get(v)
+        what = f"{label} ({node.op.name})" if node is not None else label
+        rule = "DT-6" if key.startswith("out") else "MUT-2"
+        m = nan_bytes(e, g, what, rule)
+        if m is not None and node is not None and node.op.unspecified is not None:
+            env = env or _reference_env(graph, case.inputs)
+            k = graph.nodes.index(node)
+            try:
+                mask = np.asarray(node.op.unspecified(*env[1][k], **node.attrs), bool)
+            except Exception:
+                mask = np.ones(e.shape, bool)  # cannot tell: not compared
+            m = nan_bytes(e, g, what, rule, mask if mask.size else None)
+        if m is not None:
+            found.append((key, v, m))
+    return found
 
 
 def first_divergence(graph: Graph, inputs: Sequence[np.ndarray], executor: Any,

@@ -14,6 +14,8 @@ Read top to bottom:
   registry's sample functions: earlier values are reused where the type fits, adapted by
   ``cast``/``reshape``/``broadcast_to`` where it nearly fits, and otherwise become new graph
   inputs (tensors, or mutable buffers for store/load operands; seeds for random ops).
+  A share of the graphs (``INTERLEAVE_SHARE``) gets bursts of interleaved loads, stores and
+  slice stores on one buffer (CONF-96).
 
 Nothing here names an op's semantics: a new registry op with a ``sample`` function is covered
 without touching the suite. Array *values* come from a numpy generator seeded by hypothesis
@@ -42,6 +44,7 @@ from interpreter.registry import REGISTRY, OpDef
 from interpreter.registry.core import OpCall
 from interpreter.testing.sampling import RandomArgSource, special_values
 from interpreter.types import BufferType, DeviceRef, TensorType, ValueType
+from interpreter.validators import sliced_shape
 
 __all__ = [
     "INPUT_SETS",
@@ -63,6 +66,7 @@ __all__ = [
     "extra_input_sets",
     "feasible_cells",
     "graph_families",
+    "observe_buffer",
     "random_graphs",
     "reach_case",
     "reach_cases",
@@ -461,10 +465,35 @@ def case_from_call(op: OpDef, call: OpCall, name: str | None = None) -> Case:
     types = [_input_type(a, i in call.buffers) for i, a in enumerate(call.operands)]
     with Graph(name or f"conformance_{op.name}", input_types=types) as g:
         results = g.stage(op, list(g.inputs), call.attrs)
-        g.output(*[r for r in results if isinstance(r.type, TensorType)])
+        outs = [r for r in results if isinstance(r.type, TensorType)]
+        for r in results:
+            if isinstance(r.type, BufferType):
+                outs += observe_buffer(g, r)
+        g.output(*outs)
     lower(g)
     return Case(g, [np.asarray(a) for a in call.operands], op.name, call_dtype(op, call),
                 None, call)
+
+
+def _pattern(t: BufferType) -> np.ndarray:
+    """A nonzero value of ``t``'s dtype and shape (1, 2, ..., 7, 1, ...; True for bool)."""
+    n = int(np.prod(t.shape, dtype=np.int64))
+    raw = np.arange(n, dtype=np.int64) % 7 + 1
+    return raw.astype(np.float64).astype(t.dtype.to_numpy()).reshape(t.shape)
+
+
+def observe_buffer(g: Graph, buf: Value) -> list[Value]:
+    """Stage ``load, store(nonzero pattern), load`` on a buffer an op created (MUT-6): the
+    first load sees the fresh contents (all zero, MUT-4), the second the store, and a buffer
+    kept from a previous execution shows in the first load of the next."""
+    t = buf.type
+    assert isinstance(t, BufferType)
+    load, store = REGISTRY["buffer_load"], REGISTRY["buffer_store"]
+    (before,) = g.stage(load, [buf], {})
+    (src,) = g.stage(REGISTRY["constant"], [], {"value": _pattern(t), "device": t.device})
+    g.stage(store, [buf, src], {})
+    (after,) = g.stage(load, [buf], {})
+    return [before, after]
 
 
 @st.composite
@@ -633,6 +662,53 @@ class _GraphBuilder:
         return True
 
 
+#: Share of random graphs whose steps may add an interleaved store / slice store / load
+#: burst on a shared buffer (CONF-96), and the chance per step in such a graph.
+INTERLEAVE_SHARE = 0.25
+INTERLEAVE_STEP = 0.35
+_ACCESSES = ("buffer_load", "buffer_store", "buffer_store_slice")
+
+
+def interleaved(seed: int) -> bool:
+    """Whether the random graph of ``seed`` gets mutation bursts (where its op pool has
+    buffer ops); decided and drawn on a side stream of ``seed``."""
+    return random.Random(seed ^ 0x5EED_B0F5).random() < INTERLEAVE_SHARE
+
+
+def _burst(b: _GraphBuilder, rng: random.Random) -> None:
+    """3 to 6 accesses to one buffer (reused where the builder has one), mixing whole and
+    slice stores and loads, so loads sit between stores of the same buffer (MUT-2)."""
+    src = b.src
+    if b.buffers and rng.random() < 0.6:
+        buf = b.buffers[-1 - int(rng.random() ** 2 * len(b.buffers))]
+    else:
+        dtype = src.dtype(sorted(DType, key=lambda d: d.value), data=True)
+        buf = b.new_input(src.values(dtype, src.shape(min_rank=1, max_rank=3, min_side=1)),
+                          True)
+    t = buf.type
+    assert isinstance(t, BufferType)
+    for k in range(rng.randint(3, 6)):
+        kind = _ACCESSES[(k + rng.randint(0, 2)) % 3]
+        if kind == "buffer_load":
+            b.stage(kind, [buf], {})
+            continue
+        if kind == "buffer_store":
+            value = b.fit_tensor(src.values(t.dtype, t.shape))
+            b.stage(kind, [buf, value], {})
+            continue
+        slices = tuple(_triple(rng, d) for d in t.shape)
+        region = sliced_shape(t.shape, slices)
+        value = b.fit_tensor(src.values(t.dtype, region))
+        b.stage(kind, [buf, value], {"slices": slices})
+
+
+def _triple(rng: random.Random, dim: int) -> tuple[int | None, int | None, int]:
+    step = rng.choice((1, 1, 2, -1))
+    start = rng.choice((None, rng.randint(-dim, dim)))
+    stop = rng.choice((None, rng.randint(-dim, dim)))
+    return (start, stop, step)
+
+
 def build_random_graph(seed: int, n_ops: int, ops: Sequence[OpDef] | None = None,
                        name: str = "random_graph", input_sets: int = 1) -> Case:
     """A random type-correct DAG of ``n_ops`` sampled ops (plus adapters), deterministic in
@@ -660,6 +736,8 @@ def _random_graph(seed: int, n_ops: int, ops: Sequence[OpDef] | None, name: str,
     g = Graph(name)
     b = _GraphBuilder(g, src)
     skipped: list[str] = []
+    mutates = any(op.category == "buffer" for op in pool)
+    bursts = random.Random(seed ^ 0xB0257) if mutates and interleaved(seed) else None
     with g:
         for _ in range(n_ops):
             op = src.choice(pool)
@@ -667,6 +745,8 @@ def _random_graph(seed: int, n_ops: int, ops: Sequence[OpDef] | None, name: str,
             call = op.sample(src)
             if not b.add(op, call):
                 skipped.append(op.name)
+            if bursts is not None and bursts.random() < INTERLEAVE_STEP:
+                _burst(b, bursts)
         outs = [v for v in b.tensors if v not in b.used and not _is_input(g, v)]
         g.output(*outs)
     lower(g)

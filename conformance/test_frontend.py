@@ -29,6 +29,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from conformance.frontend_repro import Recorder, artifacts_for, diverging_graph
 from conformance.outcomes import refused
 from interpreter.errors import UnsupportedGraphError
 
@@ -182,12 +183,14 @@ def _compare(results: list[np.ndarray], want: list[np.ndarray], how: str,
             f"but the program gives\n{w!r}\nprogram: {list(steps)} [CONF-15]")
 
 
-@pytest.mark.spec("CONF-15", "MUT-1", "MUT-3")
+@pytest.mark.spec("CONF-15", "MUT-1", "MUT-3", "CONF-97")
 @settings(deadline=None)
 @given(prog=programs(), data=st.data())
-def test_realization_boundary_invariance(executor: Any, prog: Any, data: Any) -> None:
+def test_realization_boundary_invariance(executor: Any, prog: Any, data: Any,
+                                         pytestconfig: pytest.Config) -> None:
     """The same program realized after every op, in a random partition, only at the end,
-    lazily and in nested lazy/eager contexts gives the values of the numpy model."""
+    lazily and in nested lazy/eager contexts gives the values of the numpy model. A failure
+    names the graph that diverged, its diagnosis and a graph repro (CONF-97)."""
     _, inits, steps = prog
     want = model(inits, steps)
     n = len(steps)
@@ -200,8 +203,15 @@ def test_realization_boundary_invariance(executor: Any, prog: Any, data: Any) ->
     }
     with refusals_are_refused():
         for how, (chunks, mode) in plans.items():
-            _compare(run_program(executor, inits, steps, chunks, mode), want,
-                     f"{how}, chunks {chunks}", steps)
+            got = run_program(executor, inits, steps, chunks, mode)
+            try:
+                _compare(got, want, f"{how}, chunks {chunks}", steps)
+            except AssertionError as e:
+                rec = Recorder(executor)
+                with contextlib.suppress(Exception):
+                    run_program(rec, inits, steps, chunks, mode)
+                art = artifacts_for(pytestconfig, "test_frontend.realization_boundary_invariance")
+                raise AssertionError(f"{e}{diverging_graph(rec.calls, executor, art)}") from None
 
 
 # -- sources reused across realizations ------------------------------------------------------------

@@ -137,14 +137,14 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None 
 
 
 def fresh_outputs(outputs: Sequence[Any], inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Copy any output that is not a plain array, a view, an input, returned twice, or
-    read-only (EXEC-5)."""
+    """Copy any output that is not a plain array, a view, an input, returned twice,
+    read-only (EXEC-5) or not C-contiguous (DT-2); copies are C-contiguous."""
     taken = set(map(id, inputs))
     fresh: list[np.ndarray] = []
     for a in outputs:
         if (a.__class__ is not np.ndarray or a.base is not None or id(a) in taken
-                or not a.flags.writeable):
-            a = np.array(a, copy=True)
+                or not a.flags.writeable or not a.flags.c_contiguous):
+            a = np.array(a, copy=True, order="C")
         taken.add(id(a))
         fresh.append(a)
     return fresh

@@ -680,3 +680,130 @@ class HalfBuiltPlanCache(PatchedInterpreter):
         else:
             validate_inputs(type(self).__name__, graph, inputs)
         return plan.run(graph, list(inputs), self.kernel_for)
+
+
+# -- bytes, layout and store order (caught by the MUT-6..9 / DT-6..8 checks) -------------------
+#: ops whose kernels only move bytes (DT-6) that ``CanonicalNaNMoves`` routes through floats
+_MOVES = ("reshape", "permute", "broadcast_to", "slice", "concat", "split", "tile", "gather",
+          "select", "transfer", "buffer_load")
+
+
+def _canonical_nans(out: Any) -> Any:
+    def fix(a: Any) -> Any:
+        a = np.asarray(a)
+        if a.dtype.kind != "f" and a.dtype.name not in ("bfloat16", "float8_e5m2"):
+            return a
+        a = np.array(a, copy=True)
+        a[np.isnan(a.astype(np.float32))] = np.nan
+        return a
+
+    return tuple(fix(o) for o in out) if isinstance(out, tuple | list) else fix(out)
+
+
+class CanonicalNaNMoves(PatchedInterpreter):
+    """Data movement (reshape, permute, slice, concat, gather, select, loads, ...) runs as a
+    float move in a default-NaN mode (ARM ``FPCR.DN``, a GPU's float copy path): every NaN
+    comes out as the canonical ``+qNaN``, losing its payload and sign bit (DT-6, MUT-2)."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        if node.op.name not in _MOVES:
+            return kernel
+        return lambda *a, **k: _canonical_nans(kernel(*a, **k))
+
+
+class StridedPermute(PatchedInterpreter):
+    """Results are made fresh with ``np.copy`` (EXEC-5), whose default ``order="K"`` keeps a
+    view's memory order: ``permute``'s transposed view comes back Fortran-ordered (or
+    strided), not C-contiguous (DT-2). Values, dtype and shape are right."""
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        outs = self.raw_outputs(graph, inputs)
+        return [np.copy(o) if isinstance(o, np.ndarray) else np.array(o) for o in outs]
+
+
+def _buffer_of(node: Node) -> Value | None:
+    if node.op.name in ("buffer_load", "buffer_store", "buffer_store_slice"):
+        return node.operands[0]
+    return None
+
+
+class LoadHoistedAboveSliceStore(PatchedInterpreter):
+    """The scheduler's alias analysis treats ``buffer_store_slice`` as writing only the
+    region, and a whole-buffer ``buffer_load`` as independent of it: a load right after a
+    slice store of the same buffer is hoisted above it and misses the slice (GRAPH-5,
+    MUT-2)."""
+
+    def raw_outputs(self, graph: Graph, inputs: list[np.ndarray]) -> list[Any]:
+        nodes = list(graph.nodes)
+        last: dict[Value, int] = {}
+        for i, node in enumerate(list(nodes)):
+            buf = _buffer_of(node)
+            if buf is None:
+                continue
+            j = last.get(buf)
+            if (node.op.name == "buffer_load" and j is not None and j == i - 1
+                    and nodes[j].op.name == "buffer_store_slice"):
+                nodes[j], nodes[i] = nodes[i], nodes[j]
+            last[buf] = i
+        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
+        with np.errstate(all="ignore"):
+            for node in nodes:
+                out = self.kernel_for(node)(*[env[v] for v in node.operands], **node.attrs)
+                env.update(zip(node.results, as_results(out), strict=True))
+        return [env[v] for v in graph.outputs or ()]
+
+
+class DeadStoreBeforeSliceStore(PatchedInterpreter):
+    """Dead-store elimination deletes a ``buffer_store`` followed, with no load of the buffer
+    in between, by a ``buffer_store_slice`` of the same buffer, as if the slice store
+    overwrote the whole buffer: the elements outside the slice keep their old contents
+    (MUT-2, MUT-3)."""
+
+    def raw_outputs(self, graph: Graph, inputs: list[np.ndarray]) -> list[Any]:
+        dead: set[int] = set()
+        pending: dict[Value, int] = {}
+        for i, node in enumerate(graph.nodes):
+            buf = _buffer_of(node)
+            if buf is None:
+                continue
+            if node.op.name == "buffer_store_slice" and buf in pending:
+                dead.add(pending.pop(buf))
+            elif node.op.name == "buffer_store":
+                pending[buf] = i
+            else:
+                pending.pop(buf, None)
+        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
+        with np.errstate(all="ignore"):
+            for i, node in enumerate(graph.nodes):
+                if i in dead:
+                    continue
+                out = self.kernel_for(node)(*[env[v] for v in node.operands], **node.attrs)
+                env.update(zip(node.results, as_results(out), strict=True))
+        return [env[v] for v in graph.outputs or ()]
+
+
+class PooledScratchBuffers(PatchedInterpreter):
+    """``buffer_create`` takes its storage from a per-executor pool keyed by dtype and shape
+    and does not clear it on reuse: a scratch buffer starts with what the previous execution
+    left in it, not zeros (MUT-4)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pool: dict[tuple[str, tuple[int, ...]], np.ndarray] = {}
+
+    def kernel_for(self, node: Node) -> Kernel:
+        if node.op.name != "buffer_create":
+            return super().kernel_for(node)
+
+        def create(*, dtype: DType, shape: tuple[int, ...], device: Any) -> np.ndarray:
+            key = (dtype.value, tuple(shape))
+            if key not in self.pool:
+                self.pool[key] = np.zeros(shape, dtype.to_numpy())
+            return self.pool[key]
+
+        return create
+
+
+__all__ += ["CanonicalNaNMoves", "DeadStoreBeforeSliceStore", "LoadHoistedAboveSliceStore",
+            "PooledScratchBuffers", "StridedPermute"]

@@ -189,3 +189,39 @@ def test_collection_error_is_reported_not_an_internal_error(
     assert code == pytest.ExitCode.INTERRUPTED, out[-3000:]
     assert "ERROR collecting" in out and "no_such_module_xyz" in out, out[-3000:]
     assert "INTERNALERROR" not in out and "AttributeError" not in out, out[-3000:]
+
+
+# -- mutation reach, bytes and layout (CONF-94..96): each caught by the new checks only ----------
+MUTREACH: list[tuple[str, list[str], str | None, list[str]]] = [
+    ("PooledScratchBuffers", ["test_ops.py"], "buffer_create-float32",
+     ["stale-buffer", "MUT-6"]),
+    ("CanonicalNaNMoves", ["test_ops.py"], "permute-float32-general or reshape-bfloat16-general",
+     ["[DT-6]", "nan-payload"]),
+    ("StridedPermute", ["test_ops.py"], "permute-float32-general",
+     ["not C-contiguous", "[DT-2]", "layout"]),
+    ("LoadHoistedAboveSliceStore", ["test_graphs.py"], "buffer or mixed-0",
+     ["store-order", "MUT-7"]),
+    ("DeadStoreBeforeSliceStore", ["test_graphs.py"], "buffer or mixed-0",
+     ["store-order", "MUT-7"]),
+    ("LoadHoistedAboveSliceStore", ["test_frontend.py"], "realization_boundary_invariance",
+     ["[CONF-97]", "store-order", "graph repro: python"]),
+]
+
+
+@pytest.mark.spec("CONF-94", "CONF-95", "CONF-96", "CONF-18", "CONF-11")
+@pytest.mark.parametrize(("broken", "files", "k", "words"), MUTREACH,
+                         ids=[f"{c[0]}-{c[1][0][5:-3]}" for c in MUTREACH])
+def test_mutreach_broken_executor_is_caught(tmp_path: Path, broken: str, files: list[str],
+                                            k: str | None, words: list[str]) -> None:
+    """Scratch buffers kept across executions, NaN bytes lost in copies, Fortran-ordered
+    results and buffer accesses out of order pass the suite without CONF-94..96 (checked on
+    the branch before the change: ``test_ops.py`` and ``test_graphs.py`` passed each); they
+    fail now, naming the rule and the diagnosis class, with a repro."""
+    run = run_suite(tmp_path, broken, files, k)
+    assert run.outcomes, f"nothing ran for {broken} (-k {k!r})"
+    assert run.code == pytest.ExitCode.TESTS_FAILED and run.failed(), (
+        f"the suite did not catch {broken}: exit {run.code}, outcomes {run.outcomes}")
+    text = run.text()
+    for w in words:
+        assert w in text, f"no failure message of the {broken} run mentions {w!r}:\n{text}"
+    assert_repro_fails(run)

@@ -15,7 +15,8 @@ from ..dtype import DType
 
 T = TypeVar("T")
 
-__all__ = ["HALFWAY_RATE", "RandomArgSource", "halfway_values", "special_values"]
+__all__ = ["HALFWAY_RATE", "RandomArgSource", "halfway_values", "nan_payloads",
+           "special_values"]
 
 
 def special_values(dtype: DType) -> np.ndarray:
@@ -34,6 +35,22 @@ def special_values(dtype: DType) -> np.ndarray:
     if dtype is not DType.float8_e4m3fn:  # e4m3fn has no infinities
         vals += [float("inf"), float("-inf")]
     return np.array(vals, dtype=np.float64).astype(np_dtype)
+
+
+def nan_payloads(dtype: DType) -> np.ndarray:
+    """Quiet NaNs of a float ``dtype`` with other bytes than ``special_values``' NaN: the sign
+    bit set, the lowest payload bit set, both (DT-6); the canonical NaN is not among them.
+    Empty for non-floats; ``float8_e4m3fn`` has only the sign variant."""
+    if not dtype.is_float():
+        return np.array([], dtype.to_numpy())
+    np_dtype = np.dtype(dtype.to_numpy())
+    width = f"u{np_dtype.itemsize}"
+    canon = int(np.array(float("nan"), np.float64).astype(np_dtype).view(width))
+    sign = 1 << (8 * np_dtype.itemsize - 1)
+    bits = sorted({b for b in (canon | 1, canon | sign, canon | sign | 1) if b != canon})
+    out = np.array(bits, width).view(np_dtype)
+    with np.errstate(all="ignore"):
+        return out[np.isnan(out.astype(np.float32))]
 
 
 #: Magnitudes of the exact ties ``halfway_values`` draws from (those a dtype holds exactly).
@@ -115,4 +132,22 @@ class RandomArgSource:
             specials = special_values(dtype)
             mask = self.rng.random(n) < self.special_rate
             out[mask] = self.rng.choice(specials, size=int(mask.sum()))
+            _vary_nans(out, dtype)
         return out.reshape(shape)
+
+
+def _vary_nans(out: np.ndarray, dtype: DType) -> None:
+    """Give the NaNs of ``out`` (1-d) payload and sign variety in place: the k-th NaN gets
+    ``nan_payloads(dtype)[(k + 1) % (n + 1) - 1]``, every (n + 1)-th stays canonical (so an
+    array's first NaN has other bytes). Positional, so it draws nothing from the generator
+    (the other values stay as they were)."""
+    if not dtype.is_float():
+        return
+    variants = nan_payloads(dtype)
+    with np.errstate(all="ignore"):
+        where = np.flatnonzero(np.isnan(out.astype(np.float32)))
+    if not variants.size or not where.size:
+        return
+    pick = (np.arange(where.size) + 1) % (variants.size + 1)
+    keep = pick > 0
+    out[where[keep]] = variants[pick[keep] - 1]
