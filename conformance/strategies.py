@@ -366,6 +366,10 @@ def reach_case(op: OpDef, dtype: DType, reach: int, tries: int = 8) -> Case | No
             if not src.reach_placed or call_dtype(op, call) != dtype:
                 continue
             case = case_from_call(op, call)
+            shapes = [*(a.shape for a in call.operands), tuple(call.attrs.get("shape", ())),
+                      *(v.type.shape for v in case.graph.outputs or ())]
+            if max((s for sh in shapes for s in sh), default=0) < min(REACH_SIDES):
+                continue  # the sampler resized the long axis away
         except Exception:  # a sampler path that does not stage: try the next seed
             continue
         case.shape_class = "reach"

@@ -53,6 +53,11 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
      ["buffer_create, store one row", "the failure needs the earlier calls"]),
     ("HalfBuiltPlanCache", ["test_state.py"], "failures_between",
      ["the failure needs the earlier calls: replaying 1 of 6 previous calls"]),
+    # shape and constant reach (CONF-86, CONF-88): each passes the suite without those files
+    ("BlockedTailElementwise", ["test_reach.py"], "add- or sub- or mul-", ["reach]"]),
+    ("TiledSumDropsTail", ["test_reach.py"], "reduce_sum", ["reduce_sum [", "reach]"]),
+    ("ReciprocalDivision", ["test_constants.py"], "div-float32 or div-float64",
+     ["div [", "constants]"]),
 ]
 
 
@@ -225,3 +230,28 @@ def test_mutreach_broken_executor_is_caught(tmp_path: Path, broken: str, files: 
     for w in words:
         assert w in text, f"no failure message of the {broken} run mentions {w!r}:\n{text}"
     assert_repro_fails(run)
+
+
+@pytest.mark.spec("CONF-89", "CONF-18")
+def test_plan_cache_keyed_without_zero_signs_is_caught_by_a_twin(tmp_path: Path) -> None:
+    """``ScalarKeyedPlanCache`` passes every other family: only a twin run right after its
+    graph on the same instance meets the stale plan. The failure says so, the standalone
+    repro passes (a fresh executor) and the pair's repro fails."""
+    run = run_suite(tmp_path, "ScalarKeyedPlanCache", ["test_constants.py"],
+                    "mul-float32 or add-float64")
+    assert sorted(run.failed()) == [
+        "conformance/test_constants.py::test_constant_reach[add-float64]",
+        "conformance/test_constants.py::test_constant_reach[mul-float32]"], run.outcomes
+    for text in run.failures().values():
+        assert "zero twin of the graph run just before it" in text and "CONF-89" in text
+    assert run.artifacts is not None
+    pairs = sorted(run.artifacts.rglob("twin/repro.py"))
+    assert len(pairs) == 2
+    for script in pairs:
+        alone = script.parent.parent / "original" / "repro.py"
+        p = subprocess.run([sys.executable, str(alone)], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 0 and p.stdout.startswith("OK"), p.stdout[-300:]
+        p = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 1 and p.stdout.startswith("FAIL:"), p.stdout[-300:]
