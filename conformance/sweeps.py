@@ -168,7 +168,8 @@ def sweep_case(op: OpDef, dtype: DType, target: DType | None = None) -> Case:
 
 def _cast_targets(op: OpDef) -> list[DType | None]:
     if op.name == "cast":
-        return sorted(op.result_dtype_set, key=lambda d: d.value)  # type: ignore[return-value]
+        ordered: list[DType] = sorted(op.result_dtype_set, key=lambda d: d.value)
+        return [t for t in ordered]
     return [None]
 
 

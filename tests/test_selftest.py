@@ -46,6 +46,11 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
      ["execute changed the graph it was given", "EXEC-15"]),
     ("NondeterministicExecutor", ["test_determinism.py"],
      "test_op_deterministic and (exp or add or mul)", ["differs between two executions"]),
+    # NUM-20, CONF-98: conversions at their boundaries (today's sampled cells pass both)
+    ("UnsignedCastViaSigned", ["test_specials.py"], "float32-to-uint32 or float64-to-uint64",
+     ["cast", "uint"]),
+    ("EarlyOverflowCast", ["test_specials.py"], "float32-to-float16 or float64-to-float32",
+     ["cast", "float"]),
 ]
 
 
@@ -182,3 +187,17 @@ def test_collection_error_is_reported_not_an_internal_error(
     assert code == pytest.ExitCode.INTERRUPTED, out[-3000:]
     assert "ERROR collecting" in out and "no_such_module_xyz" in out, out[-3000:]
     assert "INTERNALERROR" not in out and "AttributeError" not in out, out[-3000:]
+
+
+# -- CONF-100: the smoke subset catches a NaN-dropping max --------------------------------
+@pytest.mark.spec("CONF-100", "CONF-98", "CONF-18")
+def test_smoke_catches_nan_ignoring_maximum(tmp_path: Path) -> None:
+    """``max`` returning the other operand of a NaN fails the smoke subset (its float32
+    ``test_op`` cell or its special-value sweeps), with a repro."""
+    run = run_suite(tmp_path, "NaNIgnoringMaximum", ["test_ops.py", "test_specials.py"],
+                    "max- and not reduce_max", "--conformance-smoke")
+    assert run.code == pytest.ExitCode.TESTS_FAILED, run.outcomes
+    failed = run.failed()
+    assert any("test_special_sweep[max-float32]" in n for n in failed), failed
+    assert all("max" in text for text in run.failures().values())
+    assert_repro_fails(run)

@@ -94,7 +94,7 @@ def cast_edge_values(source: DType, target: DType) -> np.ndarray:
 
         fi = ml_dtypes.finfo(target.to_numpy())
         mx = float(fi.max)
-        spacing = mx * float(fi.eps) / 2  # ulp at max
+        spacing = math.ldexp(1.0, math.frexp(mx)[1] - 1 - int(fi.nmant))  # ulp at max
         edges = [mx, -mx, mx + spacing / 2, -(mx + spacing / 2), mx + spacing,
                  float(fi.smallest_normal), float(fi.smallest_subnormal),
                  float(fi.smallest_subnormal) / 2, 1.0 + float(fi.eps) / 2,
