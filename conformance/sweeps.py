@@ -22,7 +22,6 @@ covered* with that reason (CONF-21), never skipped silently.
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import numpy as np
 
@@ -33,7 +32,8 @@ from interpreter.testing.sampling import cast_edge_values, special_values
 
 from .strategies import Case, RngArgSource, case_from_call
 
-__all__ = ["ROW", "SweepSource", "sweep_case", "sweep_cells", "sweep_gaps", "sweep_rows"]
+__all__ = ["ROW", "NoSweep", "SweepSource", "sweep_case", "sweep_cells", "sweep_gaps", "sweep_id",
+           "sweep_rows"]
 
 #: Length of a sweep row (the reduced axis).
 ROW = 4
@@ -206,8 +206,3 @@ def sweep_gaps() -> dict[tuple[str, DType], str]:
 
 def sweep_id(name: str, dtype: DType, target: DType | None) -> str:
     return f"{name}-{dtype.value}" + (f"-to-{target.value}" if target is not None else "")
-
-
-def describe(case: Case) -> dict[str, Any]:
-    """Sizes of a sweep, for the report."""
-    return {"elements": int(sum(np.asarray(a).size for a in case.inputs))}
