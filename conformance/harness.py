@@ -122,6 +122,7 @@ class Harness:
         self.refusal_reason = ""
         self.value_checks = 0
         self.graphs: set[str] = set()  # structures of the generated cases
+        self.enumerated: set[str] = set()  # structures run on the whole special set
         config = getattr(request, "config", None)
         self.max_graphs: int | None = _option(config, "conformance_max_graphs_per_cell", None)
         self.stopped_refused = False
@@ -131,8 +132,9 @@ class Harness:
         self.history = History()  # the calls of this test on its instance (CONF-91)
 
     def check(self, case: Case) -> Verdict:
-        """Judge ``case`` on its inputs and then on each of its ``extra_inputs`` (CONF-30);
-        the verdict of the first input set is returned. A graph structure beyond
+        """Judge ``case`` on its inputs and then on each of its ``extra_inputs`` (CONF-30)
+        and, for the cell's first structure, its ``special_inputs`` (CONF-99); the verdict
+        of the first input set is returned. A graph structure beyond
         ``--conformance-max-graphs-per-cell`` is rejected unrun (CONF-33)."""
         key = case.graph.structural_hash()
         if self.max_graphs is not None and key not in self.graphs \
@@ -143,6 +145,11 @@ class Harness:
         self.examples += 1
         for inputs in case.extra_inputs:
             self.check_one(dataclasses.replace(case, inputs=inputs, extra_inputs=[]))
+        if case.special_inputs is not None and (not self.enumerated or key in self.enumerated):
+            self.enumerated.add(key)  # the cell's first structure, and it again (CONF-99)
+            for inputs in case.special_inputs():
+                self.check_one(dataclasses.replace(case, inputs=inputs, extra_inputs=[],
+                                                   special_inputs=None))
         return verdict
 
     def check_one(self, case: Case) -> Verdict:

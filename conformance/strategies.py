@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import random
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -74,6 +74,7 @@ __all__ = [
     "shape_class_of",
     "shapes",
     "single_op_calls",
+    "special_input_sets",
     "special_values",
 ]
 
@@ -317,6 +318,44 @@ class ReplayArgSource(BiasedArgSource):
         return self.arrays.values(dtype, shape, kind)
 
 
+class SpecialReplayArgSource(ReplayArgSource):
+    """A replay (:class:`ReplayArgSource`) whose value arrays are all special value number
+    ``j`` of their dtype, the k-th array shifted by k places (CONF-99); index arrays keep
+    random values."""
+
+    def __init__(self, int_draws: Sequence[int], j: int, pin_dtype: DType | None = None,
+                 shape_class: str | None = None) -> None:
+        super().__init__(int_draws, j, 0.0, pin_dtype, shape_class)
+        self.j = j
+        self.k = 0
+
+    def _values(self, dtype: DType, shape: tuple[int, ...], kind: str) -> np.ndarray:
+        if kind.startswith(("index:", "uindex:")):
+            return self.arrays.values(dtype, shape, kind)
+        sv = special_values(dtype)
+        self.k += 1
+        return np.full(shape, sv[(self.j + self.k - 1) % len(sv)], dtype=sv.dtype)
+
+
+def special_input_sets(op: OpDef, int_draws: Sequence[int], case: Case,
+                       pin_dtype: DType | None) -> list[list[np.ndarray]]:
+    """Input sets of a ``scalar`` cell's graph enumerating the special set (CONF-99): one per
+    special value of the data dtype (a replay whose structure differs is dropped)."""
+    assert op.sample is not None
+    want = case.graph.structural_hash()
+    n = len(special_values(pin_dtype)) if pin_dtype is not None else 2
+    out: list[list[np.ndarray]] = []
+    for j in range(n):
+        again = SpecialReplayArgSource(int_draws, j, pin_dtype, "scalar")
+        try:
+            other = case_from_call(op, op.sample(again))
+        except Exception:  # replay diverged or the call does not stage: no such set
+            continue
+        if other.graph.structural_hash() == want:
+            out.append(other.inputs)
+    return out
+
+
 class _ReplayDiverged(Exception):
     """The sampler took another path on replay (its structure depends on values)."""
 
@@ -453,6 +492,8 @@ class Case:
     skipped_ops: list[str] = field(default_factory=list)
     #: further input sets for the same graph (CONF-30), each judged like ``inputs``
     extra_inputs: list[list[np.ndarray]] = field(default_factory=list)
+    #: a ``scalar`` cell's input sets over the whole special set, made on demand (CONF-99)
+    special_inputs: Callable[[], list[list[np.ndarray]]] | None = None
 
     def input_copies(self) -> list[np.ndarray]:
         return [np.array(a, copy=True) for a in self.inputs]
@@ -520,6 +561,9 @@ def single_op_calls(draw: Any, op: OpDef, dtype: DType | None = None,
     case = case_from_call(op, call)
     case.shape_class = cls
     case.extra_inputs = extra_input_sets(op, src, case, draw(st.integers(0, 2**32 - 1)))
+    if cls == "scalar":  # CONF-99
+        draws = list(src.int_draws)
+        case.special_inputs = functools.partial(special_input_sets, op, draws, case, dtype)
     return case
 
 

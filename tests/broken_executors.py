@@ -33,6 +33,7 @@ __all__ = [
     "CrashingExecutor",
     "DoubleRoundingCast",
     "DroppedMutation",
+    "EarlyOverflowCast",
     "Float16ChainInFloat32",
     "FlushToZero",
     "FlushToZeroSignBug",
@@ -57,6 +58,7 @@ __all__ = [
     "TiledSumDropsTail",
     "TruncatingFloorDiv",
     "TupleAttrsToListsInPlace",
+    "UnsignedCastViaSigned",
     "UnzeroedScratchPool",
     "WrongOutputDtype",
 ]
@@ -807,3 +809,52 @@ class PooledScratchBuffers(PatchedInterpreter):
 
 __all__ += ["CanonicalNaNMoves", "DeadStoreBeforeSliceStore", "LoadHoistedAboveSliceStore",
             "PooledScratchBuffers", "StridedPermute"]
+
+# -- conversions at their boundaries (caught by conformance/test_specials.py, NUM-20) ---------
+def _cast_reference(x: Any, dtype: DType) -> Any:
+    from interpreter.registry import REGISTRY
+
+    return REGISTRY["cast"].kernel(x, dtype=dtype)
+
+
+def _cast_via_signed(x: Any, dtype: DType) -> Any:
+    """float -> uint32/uint64 through int32/int64, saturating at the signed max (a signed
+    convert instruction; narrower unsigned targets go through int32 and are right)."""
+    a = np.asarray(x)
+    if a.dtype.kind not in "fV" or dtype not in (DType.uint32, DType.uint64):
+        return _cast_reference(x, dtype)
+    signed = np.dtype(f"i{np.dtype(dtype.to_numpy()).itemsize}")
+    info = np.iinfo(signed)
+    with np.errstate(all="ignore"):
+        t = np.trunc(np.nan_to_num(a.astype(np.float64)))
+        via = np.clip(t, float(info.min), float(info.max)).astype(signed)
+    return via.astype(dtype.to_numpy())
+
+
+class UnsignedCastViaSigned(PatchedInterpreter):
+    """``cast`` float -> uint32/uint64 goes through the signed type of the same width, so
+    values in [2**(bits-1), 2**bits) saturate at 2**(bits-1) - 1 instead of converting."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"cast": _cast_via_signed}
+
+
+def _cast_early_overflow(x: Any, dtype: DType) -> Any:
+    """Narrowing float casts overflow to +-inf as soon as |x| > max (before rounding)."""
+    out = _cast_reference(x, dtype)
+    a = np.asarray(x)
+    if a.dtype.kind not in "fV" or not dtype.is_float() or dtype is DType.float8_e4m3fn:
+        return out
+    import ml_dtypes
+
+    mx = float(ml_dtypes.finfo(dtype.to_numpy()).max)
+    wide = a.astype(np.float64)
+    with np.errstate(all="ignore"):
+        over = np.isfinite(wide) & (np.abs(wide) > mx)
+        return np.where(over, np.copysign(np.inf, wide), out).astype(dtype.to_numpy())
+
+
+class EarlyOverflowCast(PatchedInterpreter):
+    """Narrowing float ``cast`` (float32 -> float16, ...) gives +-inf for every |x| above
+    the target's max, though values below max + ulp/2 round to +-max (NUM-4)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"cast": _cast_early_overflow}

@@ -164,12 +164,14 @@ def _replace_block(text: str, block: str, where: str) -> str:
 
 
 def render_op_page(text: str, op: Any) -> str:
-    """An op page with its generated header up to date (the old hand-written
-    ``Tolerance: ...`` sentence of the intro is dropped)."""
+    """An op page with its generated header and special-value table (CONF-101) up to date
+    (the old hand-written ``Tolerance: ...`` sentence of the intro is dropped)."""
+    from tests.spec_specials import replace_section
+
     if GEN_BEGIN not in text:
         head, sep, rest = text.partition("\n## ")
         text = _OLD_TOLERANCE.sub("", head, count=1) + sep + rest
-    return _replace_block(text, render_op_header(op), "\n## ")
+    return replace_section(_replace_block(text, render_op_header(op), "\n## "), op)
 
 
 def render_reductions_page(text: str) -> str:
@@ -222,5 +224,5 @@ if __name__ == "__main__":
     (SPEC / "RULES.md").write_text(render_rule_index())
     for page, text in generated_pages().items():
         page.write_text(text)
-    print("wrote spec/ops/README.md, spec/RULES.md, the REDUCE-6 and GRAPH-21 tables and the "
-          "op headers")
+    print("wrote spec/ops/README.md, spec/RULES.md, the REDUCE-6 and GRAPH-21 tables, the "
+          "op headers and the special-value tables")

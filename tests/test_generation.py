@@ -140,9 +140,37 @@ def test_smoke_selects_one_cell_per_family_and_dtype_kind(tmp_path: Path) -> Non
         name, dtype = n.split("[", 1)[1].rstrip("]").split("-")[:2]
         kind = "float" if dtype.startswith("float") else dtype[:4]  # uint / int8
         kinds.setdefault((REGISTRY[name].category, kind), []).append(n)
-    assert all(len(v) == 1 for v in kinds.values()), kinds
     categories = {REGISTRY[n].category for n in REGISTRY if REGISTRY[n].sample is not None}
-    assert len(kinds) >= len(categories) and len(ops) == len(kinds), kinds
+    assert len(kinds) >= len(categories), kinds  # every (family, dtype kind) is there
+    # CONF-100: beyond those, only one float32 and one integer cell per op
+    per_op: dict[tuple[str, str], list[str]] = {}
+    for n in ops:
+        name, dtype = n.split("[", 1)[1].rstrip("]").split("-")[:2]
+        per_op.setdefault((name, "float32" if dtype == "float32" else dtype[:4]), []).append(n)
+    assert all(len(v) <= 2 for v in per_op.values()), per_op
+
+
+@pytest.mark.spec("CONF-100", "CONF-98")
+def test_smoke_keeps_float32_and_integer_cells_of_every_op_and_every_sweep(
+        tmp_path: Path) -> None:
+    run = run_suite(tmp_path, "SlowCompiler", ["test_ops.py", "test_specials.py"], None,
+                    "--conformance-smoke", "--collect-only")
+    cells = [n.split("[", 1)[1].rstrip("]") for n in run.selected if "::test_op[" in n]
+    sweeps = [n for n in run.selected if "::test_special_sweep[" in n]
+    from conformance.sweeps import sweep_cells
+
+    assert len(sweeps) == len(sweep_cells()) > 800, len(sweeps)
+    for name, op in REGISTRY.items():
+        if op.sample is None:
+            continue
+        mine = [c for c in cells if c.split("-")[0] == name]
+        assert mine, name
+        if DType.float32 in op.data_dtypes:
+            assert any(c.startswith(f"{name}-float32-") for c in mine), (name, mine)
+        if any(d.is_integral() for d in op.data_dtypes):
+            assert any(c.split("-")[1].startswith(("int", "uint")) for c in mine), (name, mine)
+        if DType.int32 in op.data_dtypes:
+            assert any(c.startswith(f"{name}-int32-") for c in mine), (name, mine)
 
 
 @pytest.mark.spec("CONF-35")

@@ -58,6 +58,11 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
     ("TiledSumDropsTail", ["test_reach.py"], "reduce_sum", ["reduce_sum [", "reach]"]),
     ("ReciprocalDivision", ["test_constants.py"], "div-float32 or div-float64",
      ["div [", "constants]"]),
+    # NUM-20, CONF-98: conversions at their boundaries (today's sampled cells pass both)
+    ("UnsignedCastViaSigned", ["test_specials.py"], "float32-to-uint32 or float64-to-uint64",
+     ["cast", "uint"]),
+    ("EarlyOverflowCast", ["test_specials.py"], "float32-to-float16 or float64-to-float32",
+     ["cast", "float"]),
 ]
 
 
@@ -255,3 +260,18 @@ def test_plan_cache_keyed_without_zero_signs_is_caught_by_a_twin(tmp_path: Path)
         p = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True,
                            text=True, timeout=120)
         assert p.returncode == 1 and p.stdout.startswith("FAIL:"), p.stdout[-300:]
+
+# -- CONF-100: the smoke subset catches a NaN-dropping max --------------------------------
+
+
+@pytest.mark.spec("CONF-100", "CONF-98", "CONF-18")
+def test_smoke_catches_nan_ignoring_maximum(tmp_path: Path) -> None:
+    """``max`` returning the other operand of a NaN fails the smoke subset (its float32
+    ``test_op`` cell or its special-value sweeps), with a repro."""
+    run = run_suite(tmp_path, "NaNIgnoringMaximum", ["test_ops.py", "test_specials.py"],
+                    "max- and not reduce_max", "--conformance-smoke")
+    assert run.code == pytest.ExitCode.TESTS_FAILED, run.outcomes
+    failed = run.failed()
+    assert any("test_special_sweep[max-float32]" in n for n in failed), failed
+    assert all("max" in text for text in run.failures().values())
+    assert_repro_fails(run)

@@ -50,7 +50,9 @@ class ArgSource(Protocol):
     integer min/max), ``"finite"``, ``"positive"`` (finite, > 0), ``"small"`` (finite, |x| <= 4,
     for ops that overflow easily), ``"index:N"`` (ints in [-N, N)), ``"uindex:N"`` (ints in
     [0, N)), ``"nonzero"`` (no zeros: divisors), ``"halfway"`` (``"any"`` with most float
-    elements exact ties x.5 of several magnitudes and both signs: rounding ops).
+    elements exact ties x.5 of several magnitudes and both signs: rounding ops),
+    ``"edges:<dtype>"`` (``"any"`` with most elements ``cast_edge_values(dtype of the array,
+    <dtype>)``: a cast target's boundaries, ties and specials, NUM-20).
 
     Axis lengths: ``shape`` draws whole shapes; ``axis_size`` draws the length of one axis an
     op is free to make long (matmul's m/k/n, a concat operand's axis). Both take ``rest``,

@@ -259,9 +259,13 @@ def _cast_unspecified(x: Array, dtype: DType) -> Array:
 
 
 def _sample_cast(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
+    """Half the draws are ``"edges:<target>"``: the target's boundaries, ties and specials
+    (NUM-20), so unsigned targets meet values >= 2**(bits-1) and every target its max."""
     dtype = src.dtype(_sorted(dtypes), data=True)
-    x = src.values(dtype, src.shape(), src.choice(["any", "finite", "small"]))
-    return OpCall([x], {"dtype": src.dtype(_sorted(ALL))})
+    target = src.dtype(_sorted(ALL))
+    kind = src.choice(["any", "finite", "small", f"edges:{target.value}",
+                       f"edges:{target.value}", f"edges:{target.value}"])
+    return OpCall([src.values(dtype, src.shape(), kind)], {"dtype": target})
 
 
 register(OpDef("cast", summary="Convert each element to another dtype (round to nearest even).",

@@ -15,7 +15,8 @@ from ..dtype import DType
 
 T = TypeVar("T")
 
-__all__ = ["HALFWAY_RATE", "RandomArgSource", "halfway_values", "nan_payloads",
+__all__ = ["EDGE_RATE", "HALFWAY_RATE", "RandomArgSource", "cast_edge_values", "halfway_values",
+           "nan_payloads",
            "special_values"]
 
 
@@ -67,6 +68,77 @@ def halfway_values(dtype: DType) -> np.ndarray:
     return np.array(vals + [-v for v in vals], dtype=np.float64).astype(np_dtype)
 
 
+#: Share of the elements of an ``"edges:<target>"`` array that are cast edge values.
+EDGE_RATE = 0.75
+
+
+def _near(source: DType, vals: Iterable[float]) -> list[float]:
+    """``vals`` rounded into ``source`` (a float dtype) and their neighbours there: the
+    values just inside and just outside each boundary in the source's precision."""
+    np_dtype = source.to_numpy()
+    out: list[float] = []
+    with np.errstate(all="ignore"):
+        for v in vals:
+            x = np.array([v], np.float64).astype(np_dtype)
+            if not np.isfinite(x.astype(np.float64)[0]):
+                continue
+            for to in (np.inf, -np.inf):
+                out.append(float(np.nextafter(x, np.array([to], np_dtype)).astype(np.float64)[0]))
+            out.append(float(x.astype(np.float64)[0]))
+    return out
+
+
+def cast_edge_values(source: DType, target: DType) -> np.ndarray:
+    """The hard inputs of ``cast`` from ``source`` to ``target`` (NUM-20), in ``source``:
+    the source's special values; exact ties x.5 (integer targets); the target's boundaries
+    max, max+1, min, min-1 and, for unsigned targets, 2**(bits-1) - 1, 2**(bits-1),
+    2**(bits-1) + 1 and 2**bits; for float targets their max, the overflow midpoint
+    (max + ulp/2), the smallest normal and subnormal and half of it; each also just inside
+    and just outside in the source's precision. Values the source cannot hold are left out."""
+    src_np = source.to_numpy()
+    base = [float(v) for v in special_values(source).astype(np.float64)] \
+        if source is not DType.bool else [0.0, 1.0]
+    edges: list[float] = []
+    if target.is_integral():
+        info = np.iinfo(target.to_numpy())
+        lo, hi = int(info.min), int(info.max)
+        edges = [hi, hi + 1, lo, lo - 1, hi - 1, lo + 1, hi + 0.5, lo - 0.5]
+        if lo == 0:
+            half = 2 ** (info.bits - 1)
+            edges += [half - 1, half, half + 1, half + 0.5, 2.0 ** info.bits, half * 1.5]
+    elif target.is_float():
+        import ml_dtypes
+
+        fi = ml_dtypes.finfo(target.to_numpy())
+        mx = float(fi.max)
+        spacing = math.ldexp(1.0, math.frexp(mx)[1] - 1 - int(fi.nmant))  # ulp at max
+        edges = [mx, -mx, mx + spacing / 2, -(mx + spacing / 2), mx + spacing,
+                 float(fi.smallest_normal), float(fi.smallest_subnormal),
+                 float(fi.smallest_subnormal) / 2, 1.0 + float(fi.eps) / 2,
+                 1.0 + float(fi.eps) * 1.5]
+    if source.is_float():
+        vals = base + _near(source, edges) + [float(v) for v in halfway_values(source)]
+        return _distinct(vals, src_np)
+    if source.is_integral():
+        info = np.iinfo(src_np)
+        ints = {int(v) for v in special_values(source)} | {
+            int(e) for e in edges if float(e).is_integer() and info.min <= int(e) <= info.max}
+        return np.array(sorted(ints), dtype=src_np)
+    return np.array([False, True])
+
+
+def _distinct(vals: list[float], np_dtype: Any) -> np.ndarray:
+    """The distinct values of ``vals`` in ``np_dtype`` (one NaN, -0.0 kept beside 0.0)."""
+    with np.errstate(all="ignore"):
+        arr = np.array(vals, np.float64).astype(np_dtype)
+    seen: dict[tuple[bool, bytes], Any] = {}
+    for v in arr:
+        key = (bool(np.isnan(v.astype(np.float64))), b"" if np.isnan(v.astype(np.float64))
+               else v.tobytes())
+        seen.setdefault(key, v)
+    return np.array(list(seen.values()), dtype=np_dtype)
+
+
 class RandomArgSource:
     """``ArgSource`` over ``numpy.random.Generator`` (reproducible with a seed)."""
 
@@ -101,6 +173,13 @@ class RandomArgSource:
             if dtype.is_float() and out.size:
                 mask = self.rng.random(out.shape) < HALFWAY_RATE
                 out[mask] = self.rng.choice(halfway_values(dtype), size=int(mask.sum()))
+            return out
+        if kind.startswith("edges:"):  # "any", most elements cast edge values (NUM-20)
+            out = self.values(dtype, shape, "any")
+            edges = cast_edge_values(dtype, DType(kind.split(":", 1)[1]))
+            if out.size and edges.size:
+                mask = self.rng.random(out.shape) < EDGE_RATE
+                out[mask] = self.rng.choice(edges, size=int(mask.sum()))
             return out
         np_dtype = dtype.to_numpy()
         n = math.prod(shape)
