@@ -87,12 +87,12 @@ class SweepSource(RngArgSource):
         self.filled = 0
 
     def shape(self, min_rank: int = 0, max_rank: int = 4, min_side: int = 0,
-              max_side: int = 5) -> tuple[int, ...]:
+              max_side: int = 5, rest: int = 1) -> tuple[int, ...]:
         if min_rank <= 2 <= max_rank:
             out: tuple[int, ...] = (len(self.rows), ROW)
             self.drawn_shapes.append(out)
             return out
-        return super().shape(min_rank, max_rank, min_side, max_side)
+        return super().shape(min_rank, max_rank, min_side, max_side, rest)
 
     def _int(self, lo: int, hi: int) -> int:
         """The largest value of a small range (an axis: the last; ``k``: the whole row),
