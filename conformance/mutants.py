@@ -483,11 +483,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="sampled calls per survivor in the equivalence check")
     ap.add_argument("--sample", type=int, default=40, help="executor mutants sampled")
     ap.add_argument("--seed", type=int, default=0, help="seed of the executor sample")
+    ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
+                    help="report the union of earlier --json results instead of running")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
     from .mutant_kernels import op_mutants
 
-    if a.target == "executors":
+    if a.merge:
+        start = time.perf_counter()
+        loaded = [json.loads(p.read_text()) for p in a.merge]
+        results = [MutantResult(**r) for d in loaded for r in d["mutants"]]
+        title = loaded[0]["title"] if loaded else "Mutation score"
+        start -= sum(d["wall_s"] for d in loaded)  # the runs' own wall time, summed
+    elif a.target == "executors":
         if a.list:
             for m in executor_mutants():
                 print(m.describe())
