@@ -295,8 +295,10 @@ def run_mutants(ops: Sequence[str], equiv_calls: int = 2000, progress: bool = Fa
 def score(results: Sequence[MutantResult]) -> dict[str, Any]:
     c = Counter(r.status for r in results)
     k, s = c["killed"], c["survived"]
+    tol = sum(1 for r in results if r.status == "equivalent" and "within tolerance" in r.reason)
     return {"mutants": len(results), "killed": k, "survived": s, "equivalent": c["equivalent"],
-            "not_run": c["not run"], "score": round(k / (k + s), 4) if k + s else None}
+            "equivalent_within_tolerance": tol, "not_run": c["not run"],
+            "score": round(k / (k + s), 4) if k + s else None}
 
 
 def _group(results: Sequence[MutantResult], key: str) -> dict[str, dict[str, Any]]:
@@ -311,10 +313,12 @@ def _pct(s: dict[str, Any]) -> str:
 
 
 def markdown(results: Sequence[MutantResult], wall: float, title: str) -> str:
-    lines = [f"# {title}", "", f"wall time {wall:.0f} s; score = killed / (killed + survived)",
-             "", "| | mutants | killed | survived | equivalent | not run | score |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
     total = score(results)
+    lines = [f"# {title}", "", f"wall time {wall:.0f} s; score = killed / (killed + survived); "
+             f"equivalent: {total['equivalent']} ({total['equivalent_within_tolerance']} of them "
+             "equal only within the op's tolerance, the rest bit-identical)", "",
+             "| | mutants | killed | survived | equivalent | not run | score |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
 
     def row(name: str, s: dict[str, Any]) -> str:
         return (f"| {name} | {s['mutants']} | {s['killed']} | {s['survived']} | "
