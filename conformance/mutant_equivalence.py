@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from interpreter.dtype import DType
+from interpreter.promotion import promote_dtypes
 from interpreter.registry import OpDef
 from interpreter.registry.core import OpCall, as_results
 from interpreter.testing.sampling import RandomArgSource, special_values
@@ -56,12 +58,27 @@ def _run(kernel: Callable[..., Any], call: OpCall) -> tuple[tuple[Any, ...], lis
     return tuple(np.asarray(o) for o in out), ops
 
 
+def _promoted(op: OpDef, call: OpCall) -> OpCall:
+    """The operands as the kernel gets them in a graph: those in ``op.promote`` cast to
+    their promoted dtype (PROMO-1), as lowering does."""
+    if len(op.promote) < 2:
+        return call
+    dts = [DType.from_numpy(np.asarray(call.operands[i]).dtype) for i in op.promote]
+    to = promote_dtypes(dts)
+    if to is None:
+        return call
+    ops = list(call.operands)
+    for i in op.promote:
+        ops[i] = np.asarray(ops[i]).astype(to.to_numpy())
+    return OpCall(ops, call.attrs, call.buffers)
+
+
 def _sampled(op: OpDef, calls: int, seed: int) -> Iterator[OpCall]:
     assert op.sample is not None
     plain, special = RandomArgSource(seed), RandomArgSource(seed + 1, special_rate=0.6)
     for i in range(calls):
         try:
-            yield op.sample(special if i % 2 else plain)
+            yield _promoted(op, op.sample(special if i % 2 else plain))
         except Exception:  # a sampler that needs hypothesis-only draws: skip the call
             continue
 

@@ -449,6 +449,24 @@ def run_executor_mutants(sample: int, seed: int, progress: bool) -> list[MutantR
     return job.results
 
 
+def _recheck(results: Sequence[MutantResult], calls: int) -> None:
+    """The equivalence check again on each survivor (its mutant found by id and site)."""
+    from .mutant_equivalence import check_equivalence
+    from .mutant_kernels import op_mutants
+
+    for r in results:
+        if r.status != "survived" or r.op not in REGISTRY:
+            continue
+        m = next((m for m in op_mutants(r.op) if m.id == r.id and m.after == r.after), None)
+        if m is None:
+            continue
+        eq = check_equivalence(REGISTRY[r.op], m, calls=calls)
+        if eq.equivalent:
+            r.status, r.reason, r.witness = "equivalent", eq.reason, ""
+        else:
+            r.witness = eq.witness or eq.reason
+
+
 # -- command line -------------------------------------------------------------------------
 def _parallel(ops: list[str], jobs: int, equiv_calls: int) -> list[MutantResult]:
     from .mutant_kernels import op_mutants
@@ -489,6 +507,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the executor sample")
     ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
                     help="report the union of earlier --json results instead of running")
+    ap.add_argument("--recheck", action="store_true",
+                    help="with --merge: run the equivalence check again on the survivors")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
     from .mutant_kernels import op_mutants
@@ -499,6 +519,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = [MutantResult(**r) for d in loaded for r in d["mutants"]]
         title = loaded[0]["title"] if loaded else "Mutation score"
         start -= sum(d["wall_s"] for d in loaded)  # the runs' own wall time, summed
+        if a.recheck:
+            _recheck(results, a.equiv_calls)
     elif a.target == "executors":
         if a.list:
             for m in executor_mutants():
