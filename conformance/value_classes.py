@@ -167,11 +167,20 @@ class ValueReach:
     def add(self, op: Any, dtype: str, inputs: Sequence[Any],
             kinds: Sequence[str | None] = ()) -> None:
         """Account one judged one-op case: ``inputs[i]`` is operand ``i`` of ``op``,
-        sampled with ``values`` kind ``kinds[i]`` (None or missing: not from ``values``)."""
+        sampled with ``values`` kind ``kinds[i]`` (None or missing: not from ``values``).
+
+        An operand whose dtype set holds the data dtype ``dtype`` is accounted only where
+        it has that dtype (CONF-102: a promoting op's mixed-dtype draws are not its row);
+        other operands (indices, a condition, a seed) in every dtype drawn."""
+        sets = tuple(getattr(op, "operand_dtype_sets", ()) or ())
         for i, a in enumerate(inputs):
+            arr = np.asarray(a)
+            allowed = sets[min(i, len(sets) - 1)] if sets else ()
+            if any(d.value == dtype for d in allowed) \
+                    and DType.from_numpy(arr.dtype).value != dtype:
+                continue
             row = self.rows.setdefault((op.name, dtype, operand_name(op, i)),
                                        {"met": set(), "accepts": set(), "kinds": set()})
-            arr = np.asarray(a)
             row["met"] |= classify(arr)
             kind = kinds[i] if i < len(kinds) else None
             if kind is not None:
