@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -50,6 +52,7 @@ def dtype_classes(dtype: DType) -> frozenset[str]:
     return _FLOAT
 
 
+@functools.lru_cache(maxsize=4096)
 def accepted(dtype: DType, kind: str | None) -> frozenset[str]:
     """The classes an operand of ``dtype`` sampled with ``values`` kind ``kind`` accepts
     (CONF-103). Bias kinds (``any``, ``finite``, ``small``, ``positive``, ``nonzero``,
@@ -89,13 +92,25 @@ def _shape_classes(shape: tuple[int, ...]) -> set[str]:
     return out
 
 
+_DTYPES: dict[np.dtype[Any], DType] = {}
+_FINFO: dict[DType, tuple[float, float, Any]] = {}
+
+
+def _dtype(np_dtype: np.dtype[Any]) -> DType:
+    """``DType.from_numpy``, memoised (it costs microseconds; this runs on every case)."""
+    d = _DTYPES.get(np_dtype)
+    if d is None:
+        d = _DTYPES[np_dtype] = DType.from_numpy(np_dtype)
+    return d
+
+
 def classify(a: Any) -> set[str]:
     """The value and shape classes present in array ``a`` (any registry dtype)."""
     a = np.asarray(a)
     out = _shape_classes(tuple(a.shape))
     if a.size == 0:
         return out
-    dtype = DType.from_numpy(a.dtype)
+    dtype = _dtype(a.dtype)
     if dtype is DType.bool:
         if a.any():
             out.add("true")
@@ -112,39 +127,54 @@ def classify(a: Any) -> set[str]:
         if lo <= 0 <= hi and (a == 0).any():
             out.add("zero")
         return out
-    return out | _float_classes(a)
+    return out | _float_classes(a, dtype)
 
 
-def _float_classes(a: np.ndarray) -> set[str]:
-    import ml_dtypes
+def _float_info(dtype: DType) -> tuple[float, float, Any]:
+    """(smallest normal, max, the bits of the default NaN) of a float dtype."""
+    got = _FINFO.get(dtype)
+    if got is None:
+        import ml_dtypes
 
-    fi = ml_dtypes.finfo(a.dtype)
-    x = a.astype(np.float64, copy=False).ravel()  # exact for every registry float dtype
-    out: set[str] = set()
+        fi = ml_dtypes.finfo(dtype.to_numpy())
+        size = dtype.to_numpy().itemsize
+        got = _FINFO[dtype] = (float(fi.smallest_normal), float(fi.max),
+                               np.array(np.nan, dtype.to_numpy()).view(f"u{size}"))
+    return got
+
+
+def _float_classes(a: np.ndarray, dtype: DType) -> set[str]:
+    """Ordinary elements (normal, below max, no tie) are screened out in numpy; the few
+    others are looked at one by one."""
+    tiny, big, default_nan = _float_info(dtype)
+    x = a.astype(np.float64).ravel()  # exact for every registry float dtype
     with np.errstate(invalid="ignore"):
-        nan = np.isnan(x)
-        if nan.any():
-            out.add("nan")
-            bits = a.ravel().view(f"u{a.dtype.itemsize}")
-            default = np.array(np.nan, a.dtype).view(f"u{a.dtype.itemsize}")
-            if (bits[nan] != default).any():
-                out.add("nan_payload")
         ax = np.abs(x)
-        tiny, big = float(fi.smallest_normal), float(fi.max)
-        neg = np.signbit(x)
-        checks = (("+inf", x == np.inf), ("-inf", x == -np.inf), ("+max", x == big),
-                  ("-max", x == -big), ("min_normal", ax == tiny))
-        out.update(name for name, hit in checks if hit.any())
-        zero = x == 0
-        if zero.any():
-            out.update(("-0",) if neg[zero].all() else ("+0",) if not neg[zero].any()
-                       else ("+0", "-0"))
-        sub = (ax > 0) & (ax < tiny)
-        if sub.any():
-            out.update(("-subnormal",) if neg[sub].all() else ("+subnormal",)
-                       if not neg[sub].any() else ("+subnormal", "-subnormal"))
-        if ((x - np.floor(x)) == 0.5).any():  # NaN and inf give NaN here: never a tie
-            out.add("tie")
+        odd = np.flatnonzero(~((ax > tiny) & (ax < big)) | (x - np.floor(x) == 0.5))
+    out: set[str] = set()
+    nan = False
+    for v in x[odd].tolist() if odd.size else ():  # no set(): it merges 0.0 and -0.0
+        if v != v:
+            nan = True
+        elif math.isinf(v):
+            out.add("+inf" if v > 0 else "-inf")
+        elif v == 0:
+            out.add("-0" if math.copysign(1.0, v) < 0 else "+0")
+        else:
+            m = abs(v)
+            if m < tiny:
+                out.add("-subnormal" if v < 0 else "+subnormal")
+            elif m == tiny:
+                out.add("min_normal")
+            elif m == big:
+                out.add("-max" if v < 0 else "+max")
+            if v - math.floor(v) == 0.5:
+                out.add("tie")
+    if nan:
+        out.add("nan")
+        bits = a.ravel().view(default_nan.dtype)
+        if (bits[np.isnan(x)] != default_nan).any():
+            out.add("nan_payload")
     return out
 
 
@@ -177,7 +207,7 @@ class ValueReach:
             arr = np.asarray(a)
             allowed = sets[min(i, len(sets) - 1)] if sets else ()
             if any(d.value == dtype for d in allowed) \
-                    and DType.from_numpy(arr.dtype).value != dtype:
+                    and _dtype(arr.dtype).value != dtype:
                 continue
             row = self.rows.setdefault((op.name, dtype, operand_name(op, i)),
                                        {"met": set(), "accepts": set(), "kinds": set()})
@@ -185,7 +215,7 @@ class ValueReach:
             kind = kinds[i] if i < len(kinds) else None
             if kind is not None:
                 row["kinds"].add(kind)
-                row["accepts"] |= accepted(DType.from_numpy(arr.dtype), kind)
+                row["accepts"] |= accepted(_dtype(arr.dtype), kind)
 
     def to_json(self) -> list[dict[str, Any]]:
         return [{"op": op, "dtype": d, "operand": name, **{k: sorted(v) for k, v in r.items()}}
