@@ -36,7 +36,36 @@ F32 = np.float32
 #: Gaps the ``ci`` run of ``test_op`` on the reference still leaves (CONF-104), as
 #: ``(op, dtype pattern, operand, class pattern)`` (regular expressions, full match), each
 #: with its reason. Shrink this list when samplers or the special-value sweeps close them.
-EXPECTED_GAPS: list[tuple[str, str, str, str, str]] = []
+_SMALL = ("the sampler draws only kind 'small' (|x| <= 4, against overflow): no special "
+          "value; the deterministic special-value sweeps (specials helper) close it")
+_CHANCE = ("chance: kind 'any' mixes special values in at random, and the ci profile's 20 "
+           "value checks per cell missed this one; the deterministic special-value sweeps "
+           "(specials helper) close it")
+_SPECIAL = r"nan|[+-](inf|max|0|subnormal)|min_normal|tie|int_min|int_max"
+EXPECTED_GAPS: list[tuple[str, str, str, str, str]] = [
+    ("matmul", ".*", "lhs|rhs", _SPECIAL, _SMALL),
+    ("reduce_prod", ".*", "x", _SPECIAL, _SMALL),
+    ("allreduce_sum", ".*", "inputs", _SPECIAL, _SMALL),
+    # chance misses of 'any' operands: few or small arrays met 13 special values at random
+    ("broadcast_to", "bfloat16", "x", r"\+max|\+subnormal|-inf", _CHANCE),
+    ("broadcast_to", "float32", "x", r"-max", _CHANCE),
+    ("buffer_store_slice", "bfloat16", "source", r"\+inf|\+max|\+subnormal", _CHANCE),
+    ("buffer_store_slice", "float16", "source", r"-subnormal", _CHANCE),
+    ("buffer_store_slice", "float8_e5m2", "source", r"-inf", _CHANCE),
+    ("cast", "float32", "x", r"nan", _CHANCE),
+    ("debug_print", "float8_e5m2", "x", r"-inf|-max", _CHANCE),
+    ("equal", "float32", "lhs", r"-inf|nan", _CHANCE),
+    ("equal", "float32", "rhs", r"-max", _CHANCE),
+    ("floor_div", "float64", "rhs", r"-0|-inf|-subnormal|tie", _CHANCE),
+    ("log", "float32", "x", r"-inf|-subnormal", _CHANCE),
+    ("log1p", "float64", "x", r"\+max|-max|tie", _CHANCE),
+    ("pow", "bfloat16", "lhs", r"\+inf|-subnormal|nan", _CHANCE),
+    ("pow", "float16", "lhs", r"-inf", _CHANCE),
+    ("pow", "float32", "lhs", r"\+inf", _CHANCE),
+    ("pow", "float64", "lhs", r"\+inf|\+subnormal", _CHANCE),
+    ("pow", "uint16", "rhs", r"int_max", _CHANCE),
+    ("pow", "uint32", "lhs", r"int_max", _CHANCE),
+]
 
 
 # -- the classifier (CONF-102) -------------------------------------------------------------------
