@@ -32,18 +32,18 @@ table.reach thead th { background: #eceff1; font-weight: 600; text-align: center
 table.reach th.l { text-align: left; white-space: nowrap; background: #f5f5f5; }
 table.reach tr.first > * { border-top: 2px solid #78909c; }
 table.reach tr.next > * { border-top: 1px solid #90a4ae; }
-table.reach td.c { width: 30px; text-align: center; }
+table.reach td { min-width: 24px; text-align: center; }
 table.reach td.met, .legend span.met { background: #c8e6c9; color: #1b5e20; }
 table.reach td.gap, .legend span.gap { background: #ef9a9a; color: #b71c1c; font-weight: bold; }
 table.reach td.info, .legend span.info { background: #eceff1; color: #546e7a; }
 table.reach td.na, .legend span.na { background: #fafafa; color: #e0e0e0; }
-table.reach td.k { color: #546e7a; font-size: 11px; white-space: nowrap; }
+table.reach td.k { text-align: left; color: #546e7a; font-size: 11px; white-space: nowrap; }
 table.reach th.sep, table.reach td.sep { border-left: 2px solid #90a4ae; }
 details.reach > summary { cursor: pointer; font-weight: 600; margin: 6px 0; }
 .legend span.c { display: inline-block; width: 22px; text-align: center; margin: 0 3px 0 10px;
   border: 1px solid #e0e0e0; }
 </style>"""
-_MARK = {"met": "●", "gap": "✕", "info": "●", "na": "·"}
+_MARK = {"met": "●", "gap": "✕", "info": "●", "na": ""}
 
 
 def _kinds(kinds: list[str]) -> str:
@@ -56,14 +56,13 @@ def _e(x: Any) -> str:
 
 
 def _cell(cls: str, row: dict[str, Any], sep: bool) -> str:
+    """One cell, kept short (a full run has ~25000): its column names the class; only a
+    gap carries a tooltip."""
     met, accepts = cls in row["met"], cls in row["accepts"] and cls not in INFORMATIONAL
     state = "met" if met and accepts else "gap" if accepts else "info" if met else "na"
-    what = {"met": "met", "gap": "accepted, never met", "info": "met (not required)",
-            "na": "not applicable"}[state]
-    extra = " sep" if sep else ""
-    return (f'<td class="c {state}{extra}" data-class="{_e(cls)}" data-state="{state}" '
-            f'title="{_e(row["op"])} {_e(row["dtype"])} {_e(row["operand"])}: '
-            f'{_e(cls)}: {what}">{_MARK[state]}</td>')
+    title = (f' title="{_e(row["op"])} {_e(row["dtype"])} {_e(row["operand"])}: {_e(cls)} '
+             f'accepted, never met"' if state == "gap" else "")
+    return f'<td class="{state}{" sep" if sep else ""}"{title}>{_MARK[state]}</td>'
 
 
 def _table(rows: list[dict[str, Any]], classes: list[str], first_shape: str) -> str:
@@ -107,7 +106,7 @@ def section(report: dict[str, Any]) -> str:
         parts.append(f'<details class="reach" data-category="{_e(cat)}"{" open" if g else ""}>'
                      f'<summary>{_e(cat)}: {ops} ops, {len(items)} rows, '
                      f'{g} gaps</summary>{_table(items, classes, first_shape)}</details>')
-    legend = "".join(f'<span class="c {s}">{_MARK[s]}</span>{_e(t)}'
+    legend = "".join(f'<span class="c {s}">{_MARK[s] or "&nbsp;"}</span>{_e(t)}'
                      for s, t in (("met", "met"), ("gap", "accepted, never met (gap)"),
                                   ("info", "met, not required"), ("na", "not applicable")))
     listed = "".join(f'<li data-op="{_e(r["op"])}"><code>{_e(r["op"])} {_e(r["dtype"])} '
