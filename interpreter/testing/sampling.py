@@ -111,8 +111,5 @@ class RandomArgSource:
         if kind == "any" and n:
             specials = special_values(dtype)
             mask = self.rng.random(n) < self.special_rate
-            # a shuffled cycle, not draws with replacement: k special slots of one array
-            # hold min(k, len(specials)) distinct special values (CONF-102 reach)
-            order = self.rng.permutation(len(specials))
-            out[mask] = specials[np.resize(order, int(mask.sum()))]
+            out[mask] = self.rng.choice(specials, size=int(mask.sum()))
         return out.reshape(shape)
