@@ -20,6 +20,7 @@ from hypothesis import reject
 from hypothesis.errors import Unsatisfiable
 
 from interpreter.errors import UnsupportedGraphError
+from interpreter.registry import REGISTRY
 
 from .artifacts import ArtifactDir
 from .calls import ExecutorRaised, quiet, suite_error_message
@@ -31,6 +32,7 @@ from .minimize import budget_from, in_final_example, minimize_raised_stored, min
 from .outcomes import not_covered, record, refused
 from .sequences import Step
 from .strategies import INPUT_SETS, Case
+from .value_classes import ValueReach
 
 __all__ = ["REFUSAL_STOP", "CountingExecutor", "ExecutorError", "Harness", "SuiteFailure",
            "graphs_per_cell"]
@@ -130,6 +132,7 @@ class Harness:
         self.deviations = 0
         self.deviated: list[str] = []  # the declared classes seen
         self.history = History()  # the calls of this test on its instance (CONF-91)
+        self.reach = ValueReach()  # CONF-102
 
     def check(self, case: Case) -> Verdict:
         """Judge ``case`` on its inputs and then on each of its ``extra_inputs`` (CONF-30)
@@ -164,6 +167,7 @@ class Harness:
             where = self.artifacts.write_case(case.graph, case.inputs)
             self.history.record(Step("value", case.graph, case.inputs), "")
             verdict = check_case(case, self.executor, self.reference, label=self.label)
+            self._account(case)
         except ReferenceRefused:
             self.reference_refusals += 1
             reject()
@@ -245,6 +249,15 @@ class Harness:
                                     self.reference, self.artifacts, label=self.label,
                                     seconds=budget.seconds)
 
+    def _account(self, case: Case) -> None:
+        """Value reach of a judged one-op case (CONF-102): its inputs are the operands of
+        registry op ``case.op``. Multi-op graphs (random graphs, hazards) are not counted."""
+        op = REGISTRY.get(case.op) if case.op else None
+        if op is None or case.call is None or len(case.inputs) != len(case.call.operands):
+            return
+        dtype = case.dtype.value if case.dtype is not None else self.meta.get("dtype")
+        self.reach.add(op, str(dtype or "-"), case.inputs, case.operand_kinds)
+
     def _explained(self, case: Case, verdict: Verdict) -> bool:
         return bool(self.declared) and explained_by(case.graph, case.inputs, verdict.actual,
                                                     self.declared)
@@ -293,7 +306,8 @@ class Harness:
                             + (" (the reference refused every one)"
                                if self.reference_refusals else ""))
         finally:
-            record(self.request, **self.meta, **self.counts())  # failures too (CONF-32)
+            record(self.request, **self.meta, **self.counts(),  # failures too (CONF-32)
+                   value_reach=self.reach.to_json())
 
     def counts(self) -> dict[str, Any]:
         """``structures`` (distinct graph structures given to the executor, minimisation
@@ -309,7 +323,8 @@ class Harness:
                                if self.deviations else {})
         record(self.request, **self.meta,
                examples=self.examples, refused_examples=self.refusals,
-               locally_checked=self.locally_checked, **self.counts(), **dev)
+               locally_checked=self.locally_checked, **self.counts(), **dev,
+               value_reach=self.reach.to_json())
         if not self.examples and self.refusals:
             stop = (f"; stopped after {REFUSAL_STOP} consecutive refusals"
                     if self.stopped_refused else "")

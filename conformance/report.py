@@ -6,8 +6,8 @@ writes the terminal output: the only process in a serial run, the controller und
 pytest-xdist (workers ship each report's ``user_properties``). A test contributes its
 verdict, its metadata ``("conformance", {"op", "dtype", "shape_class", "rules", ...})``
 (recorded by ``outcomes.record``; ``structures``, ``calls``, ``value_checks``,
-``diagnosis`` and ``deviations`` are shown when present) and the rule ids of its
-``@pytest.mark.spec`` markers (copied into ``user_properties`` at collection as
+``diagnosis``, ``deviations`` and ``value_reach`` (CONF-102) are used when present) and the
+rule ids of its ``@pytest.mark.spec`` markers (copied into ``user_properties`` at collection as
 ``("conformance_spec", [...])``).
 
 Every result is appended to ``PATH`` with suffix ``.jsonl`` as soon as it is known (one
@@ -36,6 +36,9 @@ import pytest
 
 from .calls import SUITE_ERROR
 from .outcomes import NOT_COVERED, REFUSED, SUITE_ERROR_OUTCOME
+from .value_classes import SHAPE_CLASSES, VALUE_CLASSES
+from .value_classes import gaps as reach_gaps
+from .value_classes import merge as merge_reach
 
 __all__ = ["VERDICTS", "build_report", "defined_rules", "load_results", "main",
            "render_html", "verdict_of", "write_report_files"]
@@ -144,6 +147,8 @@ def record_of(report: pytest.TestReport) -> dict[str, Any]:
     for key in ("structures", "calls", "value_checks", "examples", "deviations"):
         if meta.get(key) is not None:
             rec[key] = meta[key]
+    if meta.get("value_reach"):  # CONF-102
+        rec["value_reach"] = meta["value_reach"]
     if meta.get("diagnosis"):
         rec["diagnosis"] = [d if isinstance(d, dict) else {"class": str(d)}
                             for d in meta["diagnosis"]]
@@ -464,6 +469,7 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
             return None
         return sum(int(rec.get(key) or 0) for rec in results.values())
 
+    reach = merge_reach(e for rec in results.values() for e in rec.get("value_reach") or ())
     seconds = meta.get("seconds")
     summary = {**{v: totals.get(v, 0) for v in VERDICTS}, "tests": len(results),
                "not_covered_pairs": len(not_covered), "not_run_pairs": len(not_run),
@@ -475,7 +481,7 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
         "summary": summary,
         "totals": {v: totals.get(v, 0) for v in VERDICTS},
         "tests": {k: {kk: vv for kk, vv in v.items()
-                      if kk not in ("duration", "message", "repro")}
+                      if kk not in ("duration", "message", "repro", "value_reach")}
                   for k, v in sorted(results.items())},
         "failures": listed(("fail",)),
         "deviations": listed((DEVIATION,)),
@@ -492,6 +498,8 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
         "rules_uncovered": [r["id"] for r in rules if not r["tests"]],
         "rules_cited_but_undefined": undefined,
         "stale_expectations": stale,
+        "value_reach": {"classes": list(VALUE_CLASSES + SHAPE_CLASSES), "rows": reach,
+                        "gaps": len(reach_gaps(reach))},
     }
 
 
@@ -506,10 +514,12 @@ def _cell_gap(op: Any, dtype: Any) -> str | None:
 
 
 def render_html(report: dict[str, Any]) -> str:
-    """One self-contained page (see :mod:`conformance.report_html`)."""
+    """One self-contained page (see :mod:`conformance.report_html`), with the value-reach
+    matrix (:mod:`conformance.report_reach`, CONF-104)."""
     from .report_html import render
+    from .report_reach import section
 
-    return render(report)
+    return render(report, extra=[("value-reach", "value reach", section(report))])
 
 
 def write_report_files(report: dict[str, Any], out: Path) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["COLORS", "LABELS", "dtype_order", "render", "short_dtype"]
@@ -327,8 +328,9 @@ def _rules(report: dict[str, Any]) -> str:
             f'</table></details></section>')
 
 
-def render(report: dict[str, Any]) -> str:
-    """The whole page."""
+def render(report: dict[str, Any], extra: Sequence[tuple[str, str, str]] = ()) -> str:
+    """The whole page; ``extra`` sections ``(element id, nav title, html)`` follow the
+    matrix."""
     meta = report.get("meta") or {}
     stale = "".join(f"<li>{_e(s.get('selector', ''))}: {_e(s.get('why', ''))}</li>"
                     for s in report["stale_expectations"]) or "<li>none</li>"
@@ -346,7 +348,8 @@ def render(report: dict[str, Any]) -> str:
     nav = " ".join(f'<a href="#{s}">{t}</a>' for s, t in (
         ("failures", "failures"), ("suite-errors", "suite errors"),
         ("deviations", "deviations"), ("refused", "refused"), ("not-covered", "not covered"),
-        ("matrix", "matrix"), ("ops", "per op"), ("rules", "rules"), ("run", "run")))
+        ("matrix", "matrix"), *((sid, t) for sid, t, _ in extra), ("ops", "per op"),
+        ("rules", "rules"), ("run", "run")))
     sub = (f'executor <b>{_e(meta.get("executor", "?"))}</b> · profile '
            f'{_e(meta.get("profile", "?"))} · workers {_e(meta.get("workers", 0))} · '
            f'{_e(meta.get("created", ""))}')
@@ -362,6 +365,7 @@ def render(report: dict[str, Any]) -> str:
 {suite_errors}
 {deviations}
 {_matrix(report)}
+{"".join(body for _, _, body in extra)}
 {_refused(report)}
 {_not_covered(report)}
 {_ops(report)}

@@ -145,7 +145,8 @@ class BiasedArgSource:
     is allowed there; other dtype draws (a seed, indices, a cast target) stay random.
     Subclasses provide the primitive draws ``_int`` and ``_values``. Every shape handed out is
     recorded in ``drawn_shapes`` (used by :func:`shape_class_of`), every data dtype in
-    ``data_draws``.
+    ``data_draws``, every ``values`` array with its kind in ``value_draws`` (CONF-103:
+    :meth:`operand_kinds`).
 
     With ``reach`` (an axis length, CONF-86) it is a *reach* source: the first long axis it
     hands out (``shape`` or ``axis_size``) has length ``reach``, further ones a length from
@@ -160,6 +161,13 @@ class BiasedArgSource:
         self.reach_placed = False
         self.drawn_shapes: list[tuple[int, ...]] = []
         self.data_draws: list[DType] = []
+        self.value_draws: list[tuple[np.ndarray, str]] = []
+
+    def operand_kinds(self, call: OpCall) -> tuple[str | None, ...]:
+        """The ``values`` kind each operand of ``call`` was drawn with (None: an operand
+        the sampler did not take from ``values`` as it is)."""
+        return tuple(next((k for b, k in self.value_draws if b is a), None)
+                     for a in call.operands)
 
     def _int(self, lo: int, hi: int) -> int:
         raise NotImplementedError
@@ -257,7 +265,9 @@ class BiasedArgSource:
         return self._int(0, 1) == 1
 
     def values(self, dtype: DType, shape: tuple[int, ...], kind: str = "any") -> np.ndarray:
-        return self._values(dtype, tuple(shape), kind)
+        out = self._values(dtype, tuple(shape), kind)
+        self.value_draws.append((out, kind))
+        return out
 
 
 class HypothesisArgSource(BiasedArgSource):
@@ -494,6 +504,8 @@ class Case:
     extra_inputs: list[list[np.ndarray]] = field(default_factory=list)
     #: a ``scalar`` cell's input sets over the whole special set, made on demand (CONF-99)
     special_inputs: Callable[[], list[list[np.ndarray]]] | None = None
+    #: the ``values`` kind of each input of a one-op case (CONF-103; None: unknown)
+    operand_kinds: tuple[str | None, ...] = ()
 
     def input_copies(self) -> list[np.ndarray]:
         return [np.array(a, copy=True) for a in self.inputs]
@@ -560,6 +572,7 @@ def single_op_calls(draw: Any, op: OpDef, dtype: DType | None = None,
     assume(shape_class is None or cls == shape_class)
     case = case_from_call(op, call)
     case.shape_class = cls
+    case.operand_kinds = src.operand_kinds(call)
     case.extra_inputs = extra_input_sets(op, src, case, draw(st.integers(0, 2**32 - 1)))
     if cls == "scalar":  # CONF-99
         draws = list(src.int_draws)
