@@ -162,7 +162,8 @@ def correctly_rounded(name: str, operands: Sequence[np.ndarray], attrs: dict[str
     dtype of operand 0."""
     arrays = np.broadcast_arrays(*(np.asarray(a) for a in operands))
     dtype = arrays[0].dtype
-    flat = [np.asarray(a, np.float64).reshape(-1) for a in arrays]
+    with np.errstate(invalid="ignore"):  # NaN operands of narrow floats
+        flat = [np.asarray(a, np.float64).reshape(-1) for a in arrays]
     out = np.array([round_mpf(exact(name, [f[i] for f in flat], attrs), dtype)
                     for i in range(flat[0].size)], np.float64)
     with np.errstate(all="ignore"):

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+__all__ = ["gelu_erfc", "gelu_tanh", "sigmoid", "silu", "two_prod", "two_sum", "x_sigmoid"]
+
 Array = Any
 
 _SPLIT = 134217729.0  # 2**27 + 1: Veltkamp's splitter for 53-bit significands
