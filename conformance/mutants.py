@@ -2,7 +2,8 @@
 
 For each registry op, mutants of its reference kernel (``mutant_kernels``, CONF-105) are
 run, one at a time, as an executor equal to the reference in every other op: the op's own
-``test_op`` cells under the ``ci`` profile (no shrinking, no minimisation) run in one
+per-op tests (``PER_OP_TESTS``: cells, special-value sweeps, shape and constant reach)
+under the ``ci`` profile (no shrinking, no minimisation) run in one
 in-process pytest session, stopping at the first failing cell (the mutant is *killed*); a
 mutant no cell fails is checked for equivalence (``mutant_equivalence``, CONF-106): equal
 to the reference on a large input set -> *equivalent* (with the reason), else *survived*
@@ -237,10 +238,17 @@ def _pytest(files: list[str], executor: str, extra: list[str], loop: _Loop) -> N
 
 
 # -- registry kernels ---------------------------------------------------------------------
+#: The per-op differential tests a registry mutant meets: the op's cells, its special-value
+#: sweeps (CONF-98) and its shape and constant reach (CONF-86, CONF-88).
+PER_OP_FILES = ["conformance/test_ops.py", "conformance/test_specials.py",
+                "conformance/test_reach.py", "conformance/test_constants.py"]
+PER_OP_TESTS = ("test_op", "test_special_sweep", "test_op_reach", "test_constant_reach")
+
+
 def _op_item(op: str) -> Callable[[pytest.Item], bool]:
     def select(item: pytest.Item) -> bool:
         cs = getattr(item, "callspec", None)
-        return (getattr(item, "originalname", "") == "test_op" and cs is not None
+        return (getattr(item, "originalname", "") in PER_OP_TESTS and cs is not None
                 and cs.params.get("op_name") == op)
 
     return select
@@ -269,7 +277,7 @@ def run_mutants(ops: Sequence[str], equiv_calls: int = 2000, progress: bool = Fa
 
     jobs = [Job(op, op_mutants(op), _op_item(op), _install_kernel(op)) for op in ops]
     by_id = {m.id: m for j in jobs for m in j.mutants}
-    _pytest(["conformance/test_ops.py"], "conformance.mutants:MutantExecutor", [],
+    _pytest(PER_OP_FILES, "conformance.mutants:MutantExecutor", [],
             _Loop(jobs, _result, progress))
     out: list[MutantResult] = []
     for job in jobs:
