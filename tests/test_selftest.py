@@ -66,11 +66,9 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
 ]
 
 
-@pytest.mark.spec("CONF-18", "CONF-11")
-@pytest.mark.parametrize(("broken", "files", "k", "words"), CATALOGUE,
-                         ids=[c[0] for c in CATALOGUE])
-def test_broken_executor_is_caught(tmp_path: Path, broken: str, files: list[str],
-                                   k: str | None, words: list[str]) -> None:
+def _assert_caught(tmp_path: Path, broken: str, files: list[str], k: str | None,
+                   words: list[str]) -> None:
+    """The selection fails on ``broken``, its messages name ``words``, every repro fails."""
     run = run_suite(tmp_path, broken, files, k)
     assert run.outcomes, f"nothing ran for {broken} (-k {k!r})"
     assert run.code == pytest.ExitCode.TESTS_FAILED and run.failed(), (
@@ -79,6 +77,14 @@ def test_broken_executor_is_caught(tmp_path: Path, broken: str, files: list[str]
     for w in words:
         assert w in text, f"no failure message of the {broken} run mentions {w!r}:\n{text}"
     assert_repro_fails(run)  # every failure leaves a repro.py that reproduces it
+
+
+@pytest.mark.spec("CONF-18", "CONF-11")
+@pytest.mark.parametrize(("broken", "files", "k", "words"), CATALOGUE,
+                         ids=[c[0] for c in CATALOGUE])
+def test_broken_executor_is_caught(tmp_path: Path, broken: str, files: list[str],
+                                   k: str | None, words: list[str]) -> None:
+    _assert_caught(tmp_path, broken, files, k, words)
 
 
 @pytest.mark.spec("CONF-81", "CONF-18")
@@ -227,14 +233,7 @@ def test_mutreach_broken_executor_is_caught(tmp_path: Path, broken: str, files: 
     results and buffer accesses out of order pass the suite without CONF-94..96 (checked on
     the branch before the change: ``test_ops.py`` and ``test_graphs.py`` passed each); they
     fail now, naming the rule and the diagnosis class, with a repro."""
-    run = run_suite(tmp_path, broken, files, k)
-    assert run.outcomes, f"nothing ran for {broken} (-k {k!r})"
-    assert run.code == pytest.ExitCode.TESTS_FAILED and run.failed(), (
-        f"the suite did not catch {broken}: exit {run.code}, outcomes {run.outcomes}")
-    text = run.text()
-    for w in words:
-        assert w in text, f"no failure message of the {broken} run mentions {w!r}:\n{text}"
-    assert_repro_fails(run)
+    _assert_caught(tmp_path, broken, files, k, words)
 
 
 @pytest.mark.spec("CONF-89", "CONF-18")
