@@ -158,9 +158,20 @@ def _sample_seed(src: ArgSource) -> np.ndarray:
                     np.uint64)
 
 
+#: One-ULP ranges ``[largest_below(high), high)``: about half the elements round to
+#: ``high`` and take RNG-4's clamp (its three branches: high > 0, < 0, == 0). The sampler's
+#: (-3.5, 2.0), (-1.5, 4.0) and (-6.0, -0.75) scale inexactly in float32, so a float32
+#: evaluation of RNG-4 (instead of float64) changes about a third of the elements.
+ONE_ULP_HIGHS = (1.0, -1.0, 0.0)
+
+
 def _sample_uniform(src: ArgSource) -> OpCall:
     dtype = src.dtype(FLOATS, data=True)
-    low, high = src.choice([(0.0, 1.0), (-1.0, 1.0), (-3.5, 2.0), (10.0, 12.0), (-0.0, 0.5)])
+    low, high = src.choice([(0.0, 1.0), (-1.0, 1.0), (-3.5, 2.0), (10.0, 12.0), (-0.0, 0.5),
+                            (-1.5, 4.0), (-6.0, -0.75),
+                            *((None, h) for h in ONE_ULP_HIGHS)])
+    if low is None:
+        low = largest_below(high, dtype)
     return OpCall([_sample_seed(src)], {"shape": src.shape(max_side=4), "dtype": dtype,
                                         "low": low, "high": high})
 
