@@ -321,6 +321,52 @@ def test_refusal_leaves_inputs_untouched(executor: Any,
         pytest.skip("the executor refused none of the probe graphs; EXEC-3 not exercised")
 
 
+
+def _unserved_device(executor: Any) -> DeviceRef:
+    """The first ``gpu:N`` the executor does not declare (EXEC-10)."""
+    served = set(getattr(executor, "devices", None) or (DeviceRef.CPU(),))
+    n = 0
+    while DeviceRef.GPU(n) in served:
+        n += 1
+    return DeviceRef.GPU(n)
+
+
+@pytest.mark.spec("EXEC-16", "EXEC-2", "EXEC-3")
+@pytest.mark.parametrize("placement", ["result", "input"])
+def test_undeclared_device_refused(placement: str, executor: Any,
+                                   conformance_artifacts: ArtifactDir) -> None:
+    """A graph with a value on a device the executor does not serve is refused, never run
+    on another device with its results returned."""
+    device = _unserved_device(executor)
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    cpu = TensorType(DType.float32, (3,), DeviceRef.CPU())
+    if placement == "result":
+        with Graph("probe_result_off_device", input_types=[cpu]) as g:
+            (v,) = g.inputs
+            assert isinstance(v, TensorValue)
+            g.output(ops.transfer_to(v * 2.0, device))
+    else:
+        t = TensorType(DType.float32, (3,), device)
+        with Graph("probe_input_off_device", input_types=[t]) as g:
+            (v,) = g.inputs
+            assert isinstance(v, TensorValue)
+            g.output(v * 2.0)
+    conformance_artifacts.write_case(g, [x.copy()])
+    try:
+        out = executor.execute(g, [x.copy()])
+    except UnsupportedGraphError:
+        return
+    except Exception as e:
+        pytest.fail(f"graph {g.name!r} places its {placement} on {device}, which the executor "
+                    f"does not serve (devices {getattr(executor, 'devices', None)!r}); it "
+                    f"raised {type(e).__name__}: {e}; expected UnsupportedGraphError "
+                    f"[EXEC-16, EXEC-2]", pytrace=False)
+    kinds = ", ".join(type(o).__name__ for o in out)
+    pytest.fail(f"graph {g.name!r} places its {placement} on {device}, which the executor does "
+                f"not serve (devices {getattr(executor, 'devices', None)!r}); it ran the graph "
+                f"and returned {len(out)} result(s) ({kinds}) instead of refusing it with "
+                f"UnsupportedGraphError [EXEC-16]", pytrace=False)
+
 # -- EXEC-7: wrong inputs are never silently accepted -----------------------------------------
 @pytest.mark.spec("EXEC-7")
 def test_wrong_input_count_raises(executor: Any) -> None:
