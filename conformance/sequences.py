@@ -30,7 +30,7 @@ from interpreter.types import BufferType, DeviceRef, TensorType
 
 from .strategies import build_random_graph, case_from_call
 
-__all__ = ["FAMILIES", "SMOKE_FAMILIES", "Step", "build_sequence"]
+__all__ = ["FAMILIES", "SMOKE_FAMILIES", "Step", "build_sequence", "lifetime_pool"]
 
 KINDS = ("value", "bad", "probe")
 
@@ -185,6 +185,78 @@ def buffer_pool() -> _Pool:
     return p
 
 
+#: Element counts of the fused chains of ``lifetime_pool`` (CONF-109): past 4,096 and past
+#: 32,768, where compilers switch to vectorised, native or threaded code.
+TIER_SHAPES = ((64, 65), (257, 129))
+
+
+def lifetime_pool() -> _Pool:
+    """Structures that test how an executor plans memory and switches code paths
+    (CONF-109): views of an intermediate read after a same-shaped intermediate, a long skip
+    connection, and fused elementwise chains on large arrays ending in every kind of cast."""
+    p = _Pool()
+    sq = _t(DType.float32, (8, 8))
+
+    def view_after(view: Callable[[Any], Any], what: str) -> None:
+        def body(x: Any, y: Any) -> Any:
+            # exact ops only: a wrong value is a hard failure, never explained away by
+            # per-node tolerances (CONF-30's local check)
+            a = x * 0.25 + 1.0  # an intermediate (a fused group's result)
+            v = view(a)  # a view of it, read after b is computed
+            b = y * 3.0 - 1.0  # same dtype and shape as a
+            return v * b + b
+        p.add(_graph(f"lifetime_{what}", [sq, sq], body),
+              f"{what} view of an intermediate read after a same-shaped intermediate")
+
+    view_after(lambda a: ops.permute(a, (1, 0)), "permute")
+    view_after(lambda a: ops.reshape(ops.reshape(a, (4, 16)), (8, 8)), "reshape")
+    view_after(lambda a: ops.broadcast_to(a[0:1], (8, 8)), "broadcast")
+
+    def sliced(x: Any, y: Any) -> Any:
+        a = x * 0.25 + 1.0
+        v = a[1:5]
+        b = y * 3.0 - 1.0
+        return v * b[0:4] + b[4:8]
+    p.add(_graph("lifetime_slice", [sq, sq], sliced),
+          "slice of an intermediate read after a same-shaped intermediate")
+
+    def skip(x: Any) -> Any:
+        a = x * 2.0 + 1.0
+        h = a
+        for k in range(6):  # same-shaped intermediates, each unfusable across the sum
+            h = ops.tanh(h) * float(k + 2)
+            h = ops.sum(h, 1)  # [8, 1]
+            h = ops.broadcast_to(h, (8, 8)) - a * 0.5
+        return h + a
+    p.add(_graph("lifetime_skip", [sq], skip), "a long skip connection over 6 stages")
+
+    for shape in TIER_SHAPES:
+        f = _t(DType.float32, shape)
+        n = shape[0] * shape[1]
+
+        def chain(x: Any, y: Any) -> Any:
+            a = x * 1.5 - y
+            m = ops.greater(a, y * 0.5)
+            s = ops.where(m, a, -a) + 0.25  # |a|-like, always >= 0.25
+            return (ops.cast(s, DType.bool), ops.cast(a - s, DType.bool),
+                    ops.cast(s * 3.0, DType.int32), ops.cast(ops.floor(s), DType.uint8),
+                    ops.cast(s * a - y, DType.float16), ops.logical_and(m, ops.less(y, a)))
+        p.add(_graph(f"lifetime_chain_{n}", [f, f], chain),
+              f"fused elementwise chain on {n} elements ending in casts to bool, int32, "
+              f"uint8, float16")
+
+        i = _t(DType.int32, shape)
+
+        def int_chain(x: Any, y: Any) -> Any:
+            a = x * 3 - y
+            b = ops.where(ops.greater(a, 0), a, y) + 7
+            return (ops.cast(b, DType.bool), ops.cast(ops.cast(a - b, DType.bool), DType.int32),
+                    ops.cast(b, DType.float32) * 0.5)
+        p.add(_graph(f"lifetime_int_chain_{n}", [i, i], int_chain),
+              f"fused int32 chain on {n} elements ending in casts to bool and float32")
+    return p
+
+
 def _pick(sets: list[list[np.ndarray]]) -> Make:
     """Copies of one of ``sets`` (drawn per call)."""
     def make(rng: np.random.Generator) -> list[np.ndarray]:
@@ -297,6 +369,13 @@ def _failures_between(rng: np.random.Generator, n: int) -> list[Step]:
     return out
 
 
+def _lifetimes(rng: np.random.Generator, n: int) -> list[Step]:
+    """Every structure of ``lifetime_pool`` in turn, then drawn (CONF-109)."""
+    p = lifetime_pool()
+    return [p.step(rng, i % len(p.items)) if i < len(p.items) else p.step(rng)
+            for i in range(n)]
+
+
 def _interleaved(rng: np.random.Generator, n: int) -> list[Step]:
     """Everything mixed: random graphs, registry samples, equal-shape twins, buffer
     lifecycles, mismatched inputs and refused graphs."""
@@ -320,11 +399,12 @@ FAMILIES: dict[str, Callable[[np.random.Generator, int], list[Step]]] = {
     "equal_shapes": _equal_shapes,
     "buffers": _buffers,
     "failures_between": _failures_between,
+    "lifetimes": _lifetimes,
     "interleaved": _interleaved,
 }
 
 #: The families ``--conformance-smoke`` keeps (CONF-35).
-SMOKE_FAMILIES = ("buffers", "interleaved")
+SMOKE_FAMILIES = ("buffers", "lifetimes", "interleaved")
 
 
 def build_sequence(family: str, seed: int, calls: int) -> list[Step]:

@@ -20,7 +20,7 @@ from .minimize import budget_from
 from .outcomes import record
 from .sequences import FAMILIES, build_sequence
 
-RULES = ("CONF-90", "CONF-91", "CONF-92", "EXEC-5", "MUT-4", "TOL-1")
+RULES = ("CONF-90", "CONF-91", "CONF-92", "CONF-109", "EXEC-5", "MUT-4", "TOL-1")
 #: Calls per sequence: ``CALLS_FACTOR`` x the profile's ``max_examples`` within the bounds
 #: (``SMOKE_CALLS`` at most under ``--conformance-smoke``).
 CALLS_FACTOR = 2

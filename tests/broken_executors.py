@@ -54,6 +54,7 @@ __all__ = [
     "RoundHalfAwayFromZero",
     "SaturatingInt8Negate",
     "ScalarKeyedPlanCache",
+    "ScratchReuseIgnoresViews",
     "SelectSwapsFloatBranches",
     "TiledSumDropsTail",
     "TruncatingFloorDiv",
@@ -584,18 +585,46 @@ class PooledOutputs(PatchedInterpreter):
     def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
         outs = super().run(graph, inputs)
         with self._lock:
-            free, result = self._pool, []
-            for o in outs:
-                k = next((i for i, p in enumerate(free)
-                          if p.dtype == o.dtype and p.shape == o.shape), None)
-                if k is not None:
-                    slot = free.pop(k)
-                    np.copyto(slot, o)
-                    o = slot
-                result.append(o)
+            result = [_into_pooled(self._pool, o) for o in outs]
             self._pool = list(result)
         return result
 
+
+def _into_pooled(free: list[np.ndarray], a: Any) -> Any:
+    """``a`` copied into (and taken from) an array of ``free`` of its dtype and shape, or
+    ``a`` itself when there is none."""
+    k = next((i for i, p in enumerate(free) if isinstance(a, np.ndarray)
+              and p.dtype == a.dtype and p.shape == a.shape), None)
+    if k is None:
+        return a
+    slot = free.pop(k)
+    np.copyto(slot, a)
+    return slot
+
+
+class ScratchReuseIgnoresViews(PatchedInterpreter):
+    """A memory planner that recycles an intermediate's array after its last *direct*
+    read, not seeing that a view of it (a slice, a reshape) is read later: the next
+    intermediate of the same dtype and shape is written into that array, under the view
+    (CONF-109)."""
+
+    def raw_outputs(self, graph: Graph, inputs: list[np.ndarray]) -> list[Any]:
+        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
+        last = {v: i for i, node in enumerate(graph.nodes) for v in node.operands}
+        keep = set(graph.outputs or ()) | set(graph.inputs)
+        free: list[np.ndarray] = []
+
+        def owned(a: Any) -> bool:
+            return isinstance(a, np.ndarray) and a.flags.owndata and a.flags.writeable
+
+        with np.errstate(all="ignore"):
+            for i, node in enumerate(graph.nodes):
+                out = self.kernel_for(node)(*[env[v] for v in node.operands], **node.attrs)
+                placed = [_into_pooled(free, r) if owned(r) else r for r in as_results(out)]
+                env.update(zip(node.results, placed, strict=True))
+                free += [env[v] for v in set(node.operands)
+                         if last[v] == i and v not in keep and owned(env[v])]
+        return [env[v] for v in graph.outputs or ()]
 
 class UnzeroedScratchPool(PatchedInterpreter):
     """``buffer_create`` is served from a per-instance pool of scratch buffers keyed by dtype

@@ -51,6 +51,7 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
      ["changed during call #2", "EXEC-5", "replaying 1 of 1 previous calls"]),
     ("UnzeroedScratchPool", ["test_state.py"], "buffers",
      ["buffer_create, store one row", "the failure needs the earlier calls"]),
+    ("ScratchReuseIgnoresViews", ["test_state.py"], "lifetimes", ["graph 'lifetime_"]),
     ("HalfBuiltPlanCache", ["test_state.py"], "failures_between",
      ["the failure needs the earlier calls: replaying 1 of 6 previous calls"]),
     # shape and constant reach (CONF-86, CONF-88): each passes the suite without those files
