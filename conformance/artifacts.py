@@ -36,9 +36,11 @@ from interpreter.graph.core import Graph
 
 __all__ = [
     "ArtifactDir",
+    "case_repro",
     "load_arrays",
     "load_case",
     "replay",
+    "repro_script",
     "safe_name",
     "save_arrays",
 ]
@@ -47,13 +49,8 @@ __all__ = [
 _BITS_ONLY = frozenset({DType.bfloat16, DType.float8_e4m3fn, DType.float8_e5m2})
 _SAFE = re.compile(r"[^A-Za-z0-9_.=-]+")
 
-REPRO = '''#!/usr/bin/env python
-"""Replay of a conformance failure: {test_id}
-
-Needs only the eager-conformance package, numpy and the executor's module:
-    python {rel}/repro.py [--executor=module:Class]
-Exits 1 while the executor disagrees with the reference (or raises), 0 once it agrees;
-2 when it refuses the graph, 3 on an error of the suite itself (please report those).
+_SCRIPT = '''#!/usr/bin/env python
+"""{doc}
 """
 import sys
 from pathlib import Path
@@ -63,15 +60,37 @@ WORKDIR = {workdir!r}  # where pytest ran: the executor's module is importable f
 if WORKDIR not in sys.path:
     sys.path.append(WORKDIR)
 
-from conformance.artifacts import replay  # noqa: E402
+from {module} import {function}  # noqa: E402
 
 if __name__ == "__main__":
     spec = EXECUTOR
     for arg in sys.argv[1:]:
         if arg.startswith("--executor="):
             spec = arg.split("=", 1)[1]
-    sys.exit(replay(Path(__file__).resolve().parent, spec))
+    here = Path(__file__).resolve().parent
+    sys.exit({function}({args}))
 '''
+
+
+def repro_script(doc: str, replayer: str, args: str, spec: str, workdir: str) -> str:
+    """The text of a ``repro.py``: ``doc`` as its docstring; it calls ``replayer``
+    (``module:function``) with ``args`` (Python source; ``here`` is the script's folder and
+    ``spec`` the executor, ``--executor=`` overriding the stored one) and exits with what
+    that returns."""
+    module, function = replayer.split(":")
+    return _SCRIPT.format(doc=doc.rstrip("\n"), spec=spec, workdir=workdir, module=module,
+                          function=function, args=args)
+
+
+def case_repro(test_id: str, rel: Path | str, spec: str, workdir: str) -> str:
+    """The ``repro.py`` of one stored case (CONF-11)."""
+    doc = (f"Replay of a conformance failure: {test_id}\n\n"
+           "Needs only the eager-conformance package, numpy and the executor's module:\n"
+           f"    python {rel}/repro.py [--executor=module:Class]\n"
+           "Exits 1 while the executor disagrees with the reference (or raises), 0 once it "
+           "agrees;\n2 when it refuses the graph, 3 on an error of the suite itself (please "
+           "report those).")
+    return repro_script(doc, "conformance.artifacts:replay", "here, spec", spec, workdir)
 
 
 def safe_name(test_id: str) -> str:
@@ -153,9 +172,8 @@ class ArtifactDir:
                 rel = d.relative_to(Path.cwd())
             except ValueError:
                 rel = d
-            (d / "repro.py").write_text(REPRO.format(
-                test_id=self.test_id + (f" ({note})" if note else ""), rel=rel, spec=self.spec,
-                workdir=self.workdir))
+            (d / "repro.py").write_text(case_repro(
+                self.test_id + (f" ({note})" if note else ""), rel, self.spec, self.workdir))
             self._written.add(d)
         return d
 

@@ -212,35 +212,6 @@ def constant_case(op: OpDef, dtype: DType, weak: bool, cs: np.ndarray, name: str
 
 
 # -- twin failures: a repro of the pair (CONF-89) ------------------------------------------------
-PAIR_REPRO = '''#!/usr/bin/env python
-"""Replay of a twin failure: {test_id}
-
-The failing graph ({second}) passes on a fresh executor: it failed when run right after its
-twin ({first}) on the same executor instance. This runs the twin, then the failing graph,
-on one instance:
-    python {script} [--executor=module:Class]
-Exits 1 while the executor disagrees with the reference, 0 once it agrees.
-"""
-import sys
-from pathlib import Path
-
-EXECUTOR = {spec!r}
-WORKDIR = {workdir!r}
-if WORKDIR not in sys.path:
-    sys.path.append(WORKDIR)
-
-from conformance.constants import replay_pair  # noqa: E402
-
-if __name__ == "__main__":
-    spec = EXECUTOR
-    for arg in sys.argv[1:]:
-        if arg.startswith("--executor="):
-            spec = arg.split("=", 1)[1]
-    here = Path(__file__).resolve().parent
-    sys.exit(replay_pair(here / "first", Path({second!r}), spec))
-'''
-
-
 def fails_alone(artifacts: Any) -> bool:
     """Whether the failing case stored by ``artifacts`` (as generated) fails on a fresh
     executor instance too (``conformance.artifacts.replay``; a refusal or suite error counts
@@ -257,7 +228,7 @@ def fails_alone(artifacts: Any) -> bool:
 def write_pair(artifacts: Any, first: Case) -> Path:
     """Store ``first`` (its first input set) beside the failing case and a ``repro.py``
     replaying the pair on one executor instance; returns that script."""
-    from .artifacts import save_arrays
+    from .artifacts import repro_script, save_arrays
 
     d = artifacts.path / "twin"
     (d / "first").mkdir(parents=True, exist_ok=True)
@@ -267,9 +238,15 @@ def write_pair(artifacts: Any, first: Case) -> Path:
     if not (second / "graph.txt").exists():
         second = artifacts.path
     script = d / "repro.py"
-    script.write_text(PAIR_REPRO.format(test_id=artifacts.test_id, first=d / "first",
-                                        second=str(second), script=script,
-                                        spec=artifacts.spec, workdir=artifacts.workdir))
+    doc = (f"Replay of a twin failure: {artifacts.test_id}\n\n"
+           f"The failing graph ({second}) passes on a fresh executor: it failed when run right "
+           f"after its\ntwin ({d / 'first'}) on the same executor instance. This runs the "
+           "twin, then the failing graph,\non one instance:\n"
+           f"    python {script} [--executor=module:Class]\n"
+           "Exits 1 while the executor disagrees with the reference, 0 once it agrees.")
+    script.write_text(repro_script(doc, "conformance.constants:replay_pair",
+                                   f'here / "first", Path({str(second)!r}), spec',
+                                   artifacts.spec, artifacts.workdir))
     return script
 
 

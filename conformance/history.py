@@ -27,7 +27,7 @@ import numpy as np
 from interpreter.errors import UnsupportedGraphError
 from interpreter.graph.core import Graph
 
-from .artifacts import ArtifactDir, load_arrays, save_arrays
+from .artifacts import ArtifactDir, load_arrays, repro_script, save_arrays
 from .calls import ExecutorRaised, call_executor
 from .devices import DeviceProtocolError
 from .differential import ReferenceRefused, Verdict, check_case
@@ -43,34 +43,6 @@ __all__ = ["HISTORY_BYTES", "Failure", "History", "Shrunk", "explain_with_histor
 HISTORY_BYTES = 32 << 20
 #: Bytes of returned outputs :func:`run_sequence` keeps to re-check after later calls.
 HELD_BYTES = 8 << 20
-
-HISTORY_REPRO = '''#!/usr/bin/env python
-"""Replay of a conformance failure that needs earlier calls: {test_id}
-
-Runs the {n} calls stored in history/ (beside or above this file) in order on ONE fresh
-executor, each judged against the reference; the last one is the call that failed.
-    python {rel}/repro.py [--executor=module:Class]
-Exits 1 while a call fails, 0 once every call agrees; 2 when the executor cannot be
-built, 3 on an error of the suite itself (please report those).
-"""
-import sys
-from pathlib import Path
-
-EXECUTOR = {spec!r}
-WORKDIR = {workdir!r}  # where pytest ran: the executor's module is importable from there
-if WORKDIR not in sys.path:
-    sys.path.append(WORKDIR)
-
-from conformance.history import replay_history  # noqa: E402
-
-if __name__ == "__main__":
-    spec = EXECUTOR
-    for arg in sys.argv[1:]:
-        if arg.startswith("--executor="):
-            spec = arg.split("=", 1)[1]
-    sys.exit(replay_history({where}, spec))
-'''
-
 
 @dataclass
 class Failure:
@@ -355,10 +327,16 @@ def write_history(art: ArtifactDir, steps: Sequence[Step], numbers: Sequence[int
         rel = home.relative_to(Path.cwd())
     except ValueError:
         rel = home
-    where = "Path(__file__).resolve().parent" + ("" if own_repro else ' / "history"')
-    (home / "repro.py").write_text(HISTORY_REPRO.format(
-        test_id=art.test_id, n=len(steps), rel=rel, spec=art.spec, workdir=art.workdir,
-        where=where))
+    doc = (f"Replay of a conformance failure that needs earlier calls: {art.test_id}\n\n"
+           f"Runs the {len(steps)} calls stored in history/ (beside or above this file) in "
+           "order on ONE fresh\nexecutor, each judged against the reference; the last one "
+           "is the call that failed.\n"
+           f"    python {rel}/repro.py [--executor=module:Class]\n"
+           "Exits 1 while a call fails, 0 once every call agrees; 2 when the executor cannot "
+           "be\nbuilt, 3 on an error of the suite itself (please report those).")
+    where = "here" + ("" if own_repro else ' / "history"')
+    (home / "repro.py").write_text(repro_script(doc, "conformance.history:replay_history",
+                                                f"{where}, spec", art.spec, art.workdir))
     return d
 
 

@@ -46,7 +46,7 @@ from interpreter.errors import UnsupportedGraphError
 from interpreter.graph.core import Graph
 from interpreter.graph.key import fresh_structural_key
 
-from .artifacts import REPRO, save_arrays
+from .artifacts import case_repro, save_arrays
 from .calls import SuiteError
 from .unchanged import change_verdict, graph_change
 
@@ -256,8 +256,7 @@ class IsolatedExecutor:
         # the same layout and replay script as every other repro (CONF-11)
         (d / "graph.txt").write_text(text)
         save_arrays(d / "inputs.npz", {f"in{i}": a for i, a in enumerate(inputs)})
-        (d / "repro.py").write_text(REPRO.format(test_id=test, rel=d, spec=self.spec,
-                                                 workdir=str(Path.cwd().resolve())))
+        (d / "repro.py").write_text(case_repro(test, d, self.spec, str(Path.cwd().resolve())))
         return d
 
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
