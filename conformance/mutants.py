@@ -14,7 +14,7 @@ instead and runs the ``--conformance-smoke`` subset against ``CompilingExecutor`
 
     python -m conformance.mutants [--ops add,reduce_sum] [--list] [-j N]
         [--json PATH] [--markdown PATH] [--equiv-calls N]
-    python -m conformance.mutants --target executors [--sample N] [--seed S]
+    python -m conformance.mutants --target executors [--sample N] [--seed S] [--ids A,B]
 """
 
 from __future__ import annotations
@@ -441,10 +441,20 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, c - h), min(1.0, c + h)
 
 
-def run_executor_mutants(sample: int, seed: int, progress: bool) -> list[MutantResult]:
+def run_executor_mutants(sample: int, seed: int, progress: bool,
+                         ids: Sequence[str] = ()) -> list[MutantResult]:
+    """A seeded sample of the executor mutants, or the mutants named by ``ids``."""
     every = executor_mutants()
-    chosen = sorted(random.Random(seed).sample(range(len(every)), min(sample, len(every))))
-    mutants = [every[i] for i in chosen]
+    if ids:
+        by_id = {m.id: m for m in every}
+        unknown = [i for i in ids if i not in by_id]
+        if unknown:
+            raise SystemExit(f"unknown executor mutants: {', '.join(unknown)} (see --list)")
+        mutants = [by_id[i] for i in ids]
+    else:
+        chosen = sorted(random.Random(seed).sample(range(len(every)),
+                                                   min(sample, len(every))))
+        mutants = [every[i] for i in chosen]
     job = Job("executors", mutants, lambda item: True, _install_executor)
     _pytest(["conformance/"], "conformance.mutants:FreshCompiling", ["--conformance-smoke"],
             _Loop([job], _result, progress))
@@ -452,8 +462,8 @@ def run_executor_mutants(sample: int, seed: int, progress: bool) -> list[MutantR
         r.family = "executor"
         if job.baseline:
             r.status, r.reason = "not run", job.baseline
-    print(f"{len(every)} executor mutants, {len(mutants)} sampled (seed {seed})",
-          file=sys.stderr)
+    how = "named" if ids else f"sampled (seed {seed})"
+    print(f"{len(every)} executor mutants, {len(mutants)} {how}", file=sys.stderr)
     return job.results
 
 
@@ -513,6 +523,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="sampled calls per survivor in the equivalence check")
     ap.add_argument("--sample", type=int, default=40, help="executor mutants sampled")
     ap.add_argument("--seed", type=int, default=0, help="seed of the executor sample")
+    ap.add_argument("--ids", help="comma-separated executor mutant ids (e.g. compiling#310) "
+                                  "to run instead of a sample")
     ap.add_argument("--merge", type=Path, nargs="+", metavar="JSON",
                     help="report the union of earlier --json results instead of running")
     ap.add_argument("--recheck", action="store_true",
@@ -535,7 +547,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(m.describe())
             return 0
         start = time.perf_counter()
-        results = run_executor_mutants(a.sample, a.seed, not a.quiet)
+        ids = [i.strip() for i in a.ids.split(",")] if a.ids else []
+        results = run_executor_mutants(a.sample, a.seed, not a.quiet, ids)
         title = "Mutation score of the compiling executor (smoke subset)"
     else:
         ops = sorted(REGISTRY) if not a.ops else [o.strip() for o in a.ops.split(",")]
