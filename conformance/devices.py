@@ -8,7 +8,9 @@ like a CPU executor:
 - a graph whose values are all on CPUs is handed over as its copy on ``devices[0]``
   (``interpreter.graph.retarget``; the reference runs the CPU graph, EXEC-14); a graph that
   already names other devices is handed over as it is;
-- every input on a non-CPU device is handed over as ``to_device(host_array, device)``;
+- every input on a non-CPU device the executor serves is handed over as
+  ``to_device(host_array, device)``; on a device it does not serve, as the host array (the
+  executor must refuse that graph, EXEC-16, and ``to_device`` could not place it);
 - after the call (refusals and errors included) every handed-over input is brought back
   with ``to_host(the same object)`` and copied into the host array when it changed, so the
   suite's host-side checks see the device's side effects (EXEC-3, EXEC-6, EXEC-11);
@@ -113,6 +115,7 @@ class OnDevice:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.device = declared_device(inner)
+        self.served = frozenset(getattr(inner, "devices", None) or (DeviceRef.CPU(),))
         to_device = getattr(inner, "to_device", None)
         to_host = getattr(inner, "to_host", None)
         self._to_device: Callable[[np.ndarray, DeviceRef], Any] = (
@@ -146,8 +149,10 @@ class OnDevice:
         types = placed.input_types
         where = [types[i].device if i < len(types) else self.device
                  for i in range(len(inputs))]
+        # an input on a device the executor does not serve is handed over as the host array:
+        # the executor must refuse the graph (EXEC-16), and to_device cannot place it
         handed = [self._to_device(a, d) if isinstance(a, np.ndarray) and not d.is_cpu()
-                  else a for a, d in zip(inputs, where, strict=True)]
+                  and d in self.served else a for a, d in zip(inputs, where, strict=True)]
         try:
             with Unchanged(placed):  # the copy handed over comes back unchanged (CONF-83)
                 outputs = list(self.inner.execute(placed, handed))
