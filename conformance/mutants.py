@@ -441,20 +441,22 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, c - h), min(1.0, c + h)
 
 
+def executor_sample(sample: int, seed: int) -> list[str]:
+    """The ids of a seeded sample of ``sample`` executor mutants, in source order."""
+    every = executor_mutants()
+    chosen = sorted(random.Random(seed).sample(range(len(every)), min(sample, len(every))))
+    return [every[i].id for i in chosen]
+
+
 def run_executor_mutants(sample: int, seed: int, progress: bool,
                          ids: Sequence[str] = ()) -> list[MutantResult]:
     """A seeded sample of the executor mutants, or the mutants named by ``ids``."""
     every = executor_mutants()
-    if ids:
-        by_id = {m.id: m for m in every}
-        unknown = [i for i in ids if i not in by_id]
-        if unknown:
-            raise SystemExit(f"unknown executor mutants: {', '.join(unknown)} (see --list)")
-        mutants = [by_id[i] for i in ids]
-    else:
-        chosen = sorted(random.Random(seed).sample(range(len(every)),
-                                                   min(sample, len(every))))
-        mutants = [every[i] for i in chosen]
+    by_id = {m.id: m for m in every}
+    unknown = [i for i in ids if i not in by_id]
+    if unknown:
+        raise SystemExit(f"unknown executor mutants: {', '.join(unknown)} (see --list)")
+    mutants = [by_id[i] for i in (ids or executor_sample(sample, seed))]
     job = Job("executors", mutants, lambda item: True, _install_executor)
     _pytest(["conformance/"], "conformance.mutants:FreshCompiling", ["--conformance-smoke"],
             _Loop([job], _result, progress))
@@ -496,13 +498,19 @@ def _parallel(ops: list[str], jobs: int, equiv_calls: int) -> list[MutantResult]
         i = load.index(min(load))
         groups[i].append(o)
         load[i] += max(n, 1)
+    return _in_processes([["--ops", ",".join(g), "--equiv-calls", str(equiv_calls)]
+                          for g in groups if g])
+
+
+def _in_processes(argvs: list[list[str]]) -> list[MutantResult]:
+    """Each argument list run as its own ``python -m conformance.mutants``; results merged."""
     with tempfile.TemporaryDirectory() as tmp:
         procs = []
-        for i, g in enumerate(x for x in groups if x):
+        for i, argv in enumerate(argvs):
             path = Path(tmp) / f"{i}.json"
             procs.append((path, subprocess.Popen(
-                [sys.executable, "-m", "conformance.mutants", "--ops", ",".join(g), "--json",
-                 str(path), "--quiet", "--equiv-calls", str(equiv_calls)], cwd=ROOT)))
+                [sys.executable, "-m", "conformance.mutants", *argv, "--json", str(path),
+                 "--quiet"], cwd=ROOT)))
         out: list[MutantResult] = []
         for path, p in procs:
             p.wait()
@@ -516,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--ops", help="comma-separated op names (default: every op)")
     ap.add_argument("--target", choices=("registry", "executors"), default="registry")
     ap.add_argument("--list", action="store_true", help="list the mutants, run nothing")
-    ap.add_argument("-j", "--jobs", type=int, default=1, help="processes (registry target)")
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="processes")
     ap.add_argument("--json", type=Path, help="write every mutant's result as JSON")
     ap.add_argument("--markdown", type=Path, help="write the markdown summary")
     ap.add_argument("--equiv-calls", type=int, default=2000,
@@ -548,7 +556,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         start = time.perf_counter()
         ids = [i.strip() for i in a.ids.split(",")] if a.ids else []
-        results = run_executor_mutants(a.sample, a.seed, not a.quiet, ids)
+        if a.jobs > 1:
+            ids = ids or executor_sample(a.sample, a.seed)
+            results = _in_processes([["--target", "executors", "--ids", ",".join(ids[i::a.jobs])]
+                                     for i in range(min(a.jobs, len(ids)))])
+        else:
+            results = run_executor_mutants(a.sample, a.seed, not a.quiet, ids)
         title = "Mutation score of the compiling executor (smoke subset)"
     else:
         ops = sorted(REGISTRY) if not a.ops else [o.strip() for o in a.ops.split(",")]
