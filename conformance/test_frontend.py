@@ -13,7 +13,7 @@ import contextlib
 import gc
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -371,5 +371,5 @@ class TensorMachine(RuleBasedStateMachine):
 @pytest.mark.spec("CONF-15", "MUT-3")
 def test_tensor_state_machine(executor: Any) -> None:
     with refusals_are_refused():
-        run_state_machine_as_test(lambda: TensorMachine(executor),  # type: ignore[arg-type]
+        run_state_machine_as_test(cast(Any, lambda: TensorMachine(executor)),
                                   settings=settings(deadline=None, stateful_step_count=15))

@@ -21,6 +21,7 @@ from ..validators import axis_problem
 __all__ = [
     "EXACT",
     "REGISTRY",
+    "TRAITS",
     "ArgSource",
     "OpCall",
     "OpDef",
@@ -167,6 +168,12 @@ def ulp_of(x: Any, dtype: Any) -> np.ndarray:
 
 EXACT = Tolerance("exact")
 
+#: The op traits (``OpDef.traits``), each with what it tells a backend or the diagnosis.
+TRAITS: dict[str, str] = {
+    "transcendental": "computed by a libm-style approximation within its ulp budget (NUM-7): "
+                      "a backend may use its own, and the diagnosis blames it on a miss",
+}
+
 
 def as_results(out: Any) -> tuple[Any, ...]:
     """A kernel's return value as one entry per result: the one place that reads the kernel
@@ -223,6 +230,17 @@ class OpDef:
     result_dtypes: frozenset[DType] | None = None
     operand_dtypes: tuple[frozenset[DType], ...] | None = None
     data_operand: int | None = 0
+    #: facts about the op that backends and the suite's diagnosis read (names in ``TRAITS``)
+    traits: frozenset[str] = frozenset()
+    #: what a backend that breaks one of the op's rules computes instead, by diagnosis class
+    #: (``conformance/diagnosis.py``): e.g. ``{"nan-dropped": np.fmax}`` for ``max``
+    variants: Mapping[str, KernelFn] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = self.traits - TRAITS.keys()
+        if unknown:
+            raise ValueError(f"op {self.name!r}: unknown traits {sorted(unknown)}; "
+                             f"known: {sorted(TRAITS)}")
 
     def apply(self, *arrays: Any, **attrs: Any) -> tuple[Any, ...]:
         """Run the reference kernel: one entry per result, always a tuple."""

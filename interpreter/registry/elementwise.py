@@ -81,23 +81,31 @@ def _bind(sample: Sampler, dtypes: frozenset[DType]) -> Callable[[ArgSource], Op
     return lambda src: sample(src, dtypes)
 
 
+def _traits(tolerance: Tolerance) -> frozenset[str]:
+    """An elementwise op with an ulp budget is computed by approximation (NUM-7)."""
+    return frozenset({"transcendental"}) if tolerance.kind == "ulp" else frozenset()
+
+
 def _binary(name: str, kernel: Callable[..., Array], dtypes: frozenset[DType], summary: str,
             infer: Any = elementwise, tolerance: Tolerance = EXACT,
-            unspecified: Any = None, sample: Sampler | None = None) -> None:
+            unspecified: Any = None, sample: Sampler | None = None,
+            traits: frozenset[str] = frozenset()) -> None:
+    traits |= _traits(tolerance)
     register(OpDef(name, summary=summary, category="elementwise-binary", operands=("lhs", "rhs"),
                    attrs=(), infer=infer, kernel=kernel, dtypes=dtypes, tolerance=tolerance,
                    promote=(0, 1), broadcast=True, unspecified=unspecified,
                    sample=_bind(sample or _binary_sampler(), dtypes),
-                   result_dtypes=BOOL if infer is predicate else None))
+                   result_dtypes=BOOL if infer is predicate else None, traits=traits))
 
 
 def _unary(name: str, kernel: Callable[..., Array], dtypes: frozenset[DType], summary: str,
            infer: Any = elementwise, tolerance: Tolerance = EXACT,
            attrs: tuple[str, ...] = (), sample: Sampler | None = None) -> None:
+    traits = _traits(tolerance)
     register(OpDef(name, summary=summary, category="elementwise-unary", operands=("x",),
                    attrs=attrs, infer=infer, kernel=kernel, dtypes=dtypes, tolerance=tolerance,
                    sample=_bind(sample or _unary_sampler(), dtypes),
-                   result_dtypes=BOOL if infer is predicate else None))
+                   result_dtypes=BOOL if infer is predicate else None, traits=traits))
 
 
 # -- binary arithmetic --------------------------------------------------------------------
