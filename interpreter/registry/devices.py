@@ -75,7 +75,8 @@ def _allreduce_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
 
 
 def _allreduce_sum(*xs: Array) -> Any:
-    total = xs[0].copy()
+    xp = arrays.namespace(xs[0])
+    total = xp.array(xs[0], copy=True)
     for x in xs[1:]:
         total = total + x  # operand order (DEV-4); integers wrap
     return _results([total] + [total.copy() for _ in xs[1:]])
