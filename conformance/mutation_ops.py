@@ -68,8 +68,8 @@ def _expr(src: str) -> ast.expr:
     return ast.parse(src, mode="eval").body
 
 
-def _np(name: str) -> ast.expr:
-    return ast.Attribute(ast.Name("np", ast.Load()), name, ast.Load())
+def _np(name: str, module: str = "np") -> ast.expr:
+    return ast.Attribute(ast.Name(module, ast.Load()), name, ast.Load())
 
 
 def _plus(e: ast.expr, k: int) -> ast.expr:
@@ -138,10 +138,10 @@ def _replacements(node: ast.AST, has_np: bool) -> Iterator[tuple[str, ast.AST]]:
     elif isinstance(node, ast.Call):
         yield from _call_replacements(node, has_np)
     elif isinstance(node, ast.Attribute) and has_np and node.attr in _NUMPY_SWAPS \
-            and isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy"):
+            and isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy", "xp"):
         what = ("narrowed dtype" if node.attr in ("float64", "float32", "int64", "uint64",
                                                    "longdouble") else "numpy function swap")
-        yield what, _np(_NUMPY_SWAPS[node.attr])
+        yield what, _np(_NUMPY_SWAPS[node.attr], node.value.id)  # xp: a kernel's namespace
 
 
 def _call_replacements(node: ast.Call, has_np: bool) -> Iterator[tuple[str, ast.AST]]:

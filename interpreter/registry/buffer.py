@@ -1,4 +1,8 @@
-"""Buffer ops: load (a copy), store, slice store, create (spec/mutation.md, MUT-1..5)."""
+"""Buffer ops: load (a copy), store, slice store, create (spec/mutation.md, MUT-1..5).
+
+Kernels with operands compute in their namespace (``xp``: numpy, or CuPy on a GPU,
+``interpreter/arrays.py``); ``buffer_create`` has none and makes a numpy array.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import arrays
 from ..dtype import DType
 from ..errors import GraphShapeError, GraphTypeError
 from ..types import BufferType, DeviceRef, ValueType
@@ -18,12 +23,14 @@ __all__ = [
     "check_slices",
 ]
 
+Array = Any  # a numpy array, or a CuPy array on a GPU
+
 
 def _load_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
     return (op.check_buffer(types, 0).as_tensor(),)
 
 
-def _load(buf: np.ndarray) -> np.ndarray:
+def _load(buf: Array) -> Array:
     return buf.copy()  # copy-on-load (MUT-1)
 
 
@@ -55,8 +62,9 @@ def _store_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[V
     return ()
 
 
-def _store(buf: np.ndarray, src: np.ndarray) -> None:
-    np.copyto(buf, src)  # same dtype: a byte copy (MUT-2)
+def _store(buf: Array, src: Array) -> None:
+    xp = arrays.namespace(buf)
+    xp.copyto(buf, src)  # same dtype: a byte copy (MUT-2)
 
 
 def _sample_store(src: ArgSource) -> OpCall:
@@ -86,7 +94,7 @@ def _store_slice_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     return ()
 
 
-def _store_slice(buf: np.ndarray, src: np.ndarray, *, slices: Slices) -> None:
+def _store_slice(buf: Array, src: Array, *, slices: Slices) -> None:
     buf[slice_objects(slices)] = src  # same dtype: a byte copy (MUT-3)
 
 

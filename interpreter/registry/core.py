@@ -20,6 +20,7 @@ from ..validators import axis_problem
 
 __all__ = [
     "EXACT",
+    "HOST_ONLY",
     "REGISTRY",
     "TRAITS",
     "ArgSource",
@@ -172,7 +173,18 @@ EXACT = Tolerance("exact")
 TRAITS: dict[str, str] = {
     "transcendental": "computed by a libm-style approximation within its ulp budget (NUM-7): "
                       "a backend may use its own, and the diagnosis blames it on a miss",
+    "collective": "exchanges values between devices (DEV-4): an executor that serves one "
+                  "device's values at a time, without peer communication, refuses it",
+    "host-output": "writes to the host's stdout: on a device every call would need a round "
+                   "trip to the host, so device executors refuse it",
+    "nan-last-sort": "sorts stably with NaN as the largest value (numpy's order, top_k.C2): "
+                     "CuPy documents its sort as stable but not where it puts NaN, so "
+                     "executors running the kernel on CuPy arrays refuse it",
 }
+#: The traits that keep an op on the host: an executor that runs the registry kernels on
+#: device arrays (``interpreter/arrays.py``; the GPU executor) refuses an op with one of
+#: them, the trait's text being the reason (``OpDef.host_only``, GPU-11).
+HOST_ONLY = frozenset({"collective", "host-output", "nan-last-sort"})
 
 
 def as_results(out: Any) -> tuple[Any, ...]:
@@ -241,6 +253,13 @@ class OpDef:
         if unknown:
             raise ValueError(f"op {self.name!r}: unknown traits {sorted(unknown)}; "
                              f"known: {sorted(TRAITS)}")
+
+    @property
+    def host_only(self) -> str | None:
+        """Why the op runs on the host only (the text of its ``HOST_ONLY`` trait), or None:
+        its kernel also runs on device arrays (``interpreter/arrays.py``)."""
+        reasons = [TRAITS[t] for t in sorted(self.traits & HOST_ONLY)]
+        return "; ".join(reasons) if reasons else None
 
     def apply(self, *arrays: Any, **attrs: Any) -> tuple[Any, ...]:
         """Run the reference kernel: one entry per result, always a tuple."""

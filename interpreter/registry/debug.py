@@ -44,4 +44,4 @@ register(OpDef("debug_print",
                summary="Write `[label] values` of a tensor to stdout (a side effect).",
                category="debug", operands=("x",), attrs=("label",), infer=_print_infer,
                kernel=_print, dtypes=ALL, tolerance=EXACT, side_effect=True, sample=_sample_print,
-               result_dtypes=frozenset()))
+               result_dtypes=frozenset(), traits=frozenset({"host-output"})))

@@ -1,4 +1,8 @@
-"""Device ops: transfer and the collectives allreduce_sum, allgather (spec/devices.md)."""
+"""Device ops: transfer and the collectives allreduce_sum, allgather (spec/devices.md).
+
+The collectives compute in their operands' namespace (``interpreter/arrays.py``); an
+executor without peer communication refuses them (their trait ``collective``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import arrays
 from ..errors import GraphShapeError, GraphTypeError
 from ..types import DeviceRef, TensorType, ValueType
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
@@ -14,10 +19,12 @@ from .dtypesets import ALL, NUMERIC
 
 __all__: list[str] = []  # importing the module registers its ops
 
+Array = Any  # a numpy array, or a CuPy array on a GPU
 
-def _results(arrays: list[np.ndarray]) -> Any:
+
+def _results(results: list[Array]) -> Any:
     """Kernel results: one array for one result, else a tuple (the interpreter's protocol)."""
-    return arrays[0] if len(arrays) == 1 else tuple(arrays)
+    return results[0] if len(results) == 1 else tuple(results)
 
 
 # -- transfer ---------------------------------------------------------------------------------
@@ -67,8 +74,9 @@ def _allreduce_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     return tuple(ts)
 
 
-def _allreduce_sum(*xs: np.ndarray) -> Any:
-    total = np.array(xs[0], copy=True)
+def _allreduce_sum(*xs: Array) -> Any:
+    xp = arrays.namespace(xs[0])
+    total = xp.array(xs[0], copy=True)
     for x in xs[1:]:
         total = total + x  # operand order (DEV-4); integers wrap
     return _results([total] + [total.copy() for _ in xs[1:]])
@@ -89,8 +97,9 @@ def _allgather_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     return tuple(t.with_(shape=shape) for t in ts)
 
 
-def _allgather(*xs: np.ndarray, axis: int) -> Any:
-    whole = np.concatenate(xs, axis=axis)
+def _allgather(*xs: Array, axis: int) -> Any:
+    xp = arrays.namespace(xs[0])
+    whole = xp.concatenate(xs, axis=axis)
     return _results([whole] + [whole.copy() for _ in xs[1:]])
 
 
@@ -114,9 +123,9 @@ register(OpDef("allreduce_sum",
                summary="Each device gets the sum of all operands (in operand order).",
                category="devices", operands=("inputs",), attrs=(), infer=_allreduce_infer,
                kernel=_allreduce_sum, dtypes=NUMERIC, tolerance=EXACT, variadic=True,
-               sample=_sample_allreduce))
+               sample=_sample_allreduce, traits=frozenset({"collective"})))
 register(OpDef("allgather",
                summary="Each device gets the concatenation of all operands along axis.",
                category="devices", operands=("inputs",), attrs=("axis",), infer=_allgather_infer,
                kernel=_allgather, dtypes=ALL, tolerance=EXACT, variadic=True,
-               sample=_sample_allgather))
+               sample=_sample_allgather, traits=frozenset({"collective"})))

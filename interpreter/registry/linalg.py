@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import arrays
 from ..errors import GraphTypeError
 from ..types import ValueType
 from .core import ArgSource, Attrs, OpCall, OpDef, Tolerance, register
@@ -39,9 +40,10 @@ def _matmul_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
 
 
 def _matmul(a: Array, b: Array) -> Array:
+    xp = arrays.namespace(a)
     if is_low_float(np.dtype(a.dtype)):
-        return np.matmul(widen(a), widen(b)).astype(a.dtype)
-    return np.matmul(a, b)
+        return xp.matmul(widen(a), widen(b)).astype(a.dtype)
+    return xp.matmul(a, b)
 
 
 def _matmul_overflow(a: Array, b: Array) -> np.ndarray:

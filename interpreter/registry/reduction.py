@@ -2,6 +2,8 @@
 
 Every reduction keeps the reduced axis with size 1 (REDUCE-1). 16-bit floats are computed in
 float32 and rounded once to the input dtype (REDUCE-2); integers keep their dtype and wrap.
+Kernels compute in the namespace of their operand (``xp``: numpy, or CuPy on a GPU,
+``interpreter/arrays.py``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
+from .. import arrays
 from ..dtype import DType
 from ..types import TensorType, ValueType
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, Tolerance, register
@@ -98,21 +101,23 @@ def _axis_sampler(dtypes: frozenset[DType], kind: str = "any", nonempty: bool = 
 
 # -- sum, prod, mean ----------------------------------------------------------------------
 def _sum(x: Array, *, axis: int) -> Array:
+    xp = arrays.namespace(x)
     if is_low_float(np.dtype(x.dtype)):
-        return np.sum(widen(x), axis=axis, keepdims=True).astype(x.dtype)
-    return np.sum(x, axis=axis, keepdims=True, dtype=x.dtype)
+        return xp.sum(widen(x), axis=axis, keepdims=True).astype(x.dtype)
+    return xp.sum(x, axis=axis, keepdims=True, dtype=x.dtype)
 
 
 def _prod(x: Array, *, axis: int) -> Array:
+    xp = arrays.namespace(x)
     if is_low_float(np.dtype(x.dtype)):
-        return np.prod(widen(x), axis=axis, keepdims=True).astype(x.dtype)
-    return np.prod(x, axis=axis, keepdims=True, dtype=x.dtype)
+        return xp.prod(widen(x), axis=axis, keepdims=True).astype(x.dtype)
+    return xp.prod(x, axis=axis, keepdims=True, dtype=x.dtype)
 
 
 def _mean(x: Array, *, axis: int) -> Array:
-    w = widen(x)
-    with np.errstate(invalid="ignore"):  # mean of an empty axis is 0/0 = NaN (REDUCE-3)
-        return (np.sum(w, axis=axis, keepdims=True) / x.shape[axis]).astype(x.dtype)
+    xp, w = arrays.namespace(x), widen(x)
+    with arrays.errstate(xp, invalid="ignore"):  # an empty axis: 0/0 = NaN (REDUCE-3)
+        return (xp.sum(w, axis=axis, keepdims=True) / x.shape[axis]).astype(x.dtype)
 
 
 def _sum_overflow(x: Array, *, axis: int) -> np.ndarray:
@@ -206,11 +211,13 @@ register(OpDef("reduce_mean", summary="Arithmetic mean along one axis, kept with
 
 # -- max, min -----------------------------------------------------------------------------
 def _max(x: Array, *, axis: int) -> Array:
-    return np.max(widen(x), axis=axis, keepdims=True).astype(x.dtype)
+    xp = arrays.namespace(x)
+    return xp.max(widen(x), axis=axis, keepdims=True).astype(x.dtype)
 
 
 def _min(x: Array, *, axis: int) -> Array:
-    return np.min(widen(x), axis=axis, keepdims=True).astype(x.dtype)
+    xp = arrays.namespace(x)
+    return xp.min(widen(x), axis=axis, keepdims=True).astype(x.dtype)
 
 
 def _mixed_zeros(pick: Callable[..., Array]) -> Callable[..., np.ndarray]:
@@ -247,11 +254,13 @@ register(OpDef("reduce_min",
 
 # -- argmax, argmin -----------------------------------------------------------------------
 def _argmax(x: Array, *, axis: int) -> Array:
-    return np.argmax(widen(x), axis=axis, keepdims=True).astype(np.int64)
+    xp = arrays.namespace(x)
+    return xp.argmax(widen(x), axis=axis, keepdims=True).astype(np.int64)
 
 
 def _argmin(x: Array, *, axis: int) -> Array:
-    return np.argmin(widen(x), axis=axis, keepdims=True).astype(np.int64)
+    xp = arrays.namespace(x)
+    return xp.argmin(widen(x), axis=axis, keepdims=True).astype(np.int64)
 
 
 register(OpDef("argmax",
@@ -277,9 +286,10 @@ def _cumsum_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     return _same_infer(op, types, attrs)
 
 
-def _shift(c: np.ndarray, axis: int) -> np.ndarray:
+def _shift(c: Array, axis: int) -> Array:
     """``c`` moved one step along ``axis``; position 0 becomes the identity 0."""
-    out = np.zeros_like(c)
+    xp = arrays.namespace(c)
+    out = xp.zeros_like(c)
     dst = [slice(None)] * c.ndim
     src = [slice(None)] * c.ndim
     dst[axis], src[axis] = slice(1, None), slice(None, -1)
@@ -288,11 +298,11 @@ def _shift(c: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _cumsum(x: Array, *, axis: int, exclusive: bool, reverse: bool) -> Array:
-    a = widen(x)
-    a = np.flip(a, axis) if reverse else a
-    c = np.cumsum(a, axis=axis, dtype=a.dtype)
+    xp, a = arrays.namespace(x), widen(x)
+    a = xp.flip(a, axis) if reverse else a
+    c = xp.cumsum(a, axis=axis, dtype=a.dtype)
     c = _shift(c, axis) if exclusive else c
-    c = np.flip(c, axis) if reverse else c
+    c = xp.flip(c, axis) if reverse else c
     return c.astype(x.dtype)
 
 
@@ -323,17 +333,17 @@ register(OpDef("cumsum",
 def _softmax(x: Array, *, axis: int) -> Array:
     if x.shape[axis] == 0:
         return x.copy()
-    a = widen(x)
-    e = np.exp(a - np.max(a, axis=axis, keepdims=True))
-    return (e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype)
+    xp, a = arrays.namespace(x), widen(x)
+    e = xp.exp(a - xp.max(a, axis=axis, keepdims=True))
+    return (e / xp.sum(e, axis=axis, keepdims=True)).astype(x.dtype)
 
 
 def _logsoftmax(x: Array, *, axis: int) -> Array:
     if x.shape[axis] == 0:
         return x.copy()
-    a = widen(x)
-    s = a - np.max(a, axis=axis, keepdims=True)
-    return (s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))).astype(x.dtype)
+    xp, a = arrays.namespace(x), widen(x)
+    s = a - xp.max(a, axis=axis, keepdims=True)
+    return (s - xp.log(xp.sum(xp.exp(s), axis=axis, keepdims=True))).astype(x.dtype)
 
 
 register(OpDef("softmax", summary="exp(x - max) / sum(exp(x - max)) along one axis (floats).",
@@ -361,11 +371,11 @@ def _top_k_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
 def _top_k(x: Array, *, k: int, axis: int) -> tuple[Array, Array]:
     """Stable ascending sort of the flipped axis, flipped back: descending, and equal values
     keep their original order; numpy sorts NaN last, i.e. as the largest (top_k.C2)."""
-    n = x.shape[axis]
-    order = np.argsort(np.flip(widen(x), axis), axis=axis, kind="stable")
-    order = np.flip(n - 1 - order, axis)
-    idx = np.take(order, np.arange(k), axis=axis).astype(np.int64)
-    return np.take_along_axis(x, idx, axis=axis), idx
+    xp, n = arrays.namespace(x), x.shape[axis]
+    order = xp.argsort(xp.flip(widen(x), axis), axis=axis, kind="stable")
+    order = xp.flip(n - 1 - order, axis)
+    idx = xp.take(order, xp.arange(k), axis=axis).astype(np.int64)
+    return xp.take_along_axis(x, idx, axis=axis), idx
 
 
 def _sample_top_k(src: ArgSource) -> OpCall:
@@ -380,6 +390,6 @@ register(OpDef("top_k",
                        "first; NaN largest), and their int64 indices.",
                category="reduction", operands=("x",), attrs=("k", "axis"), infer=_top_k_infer,
                kernel=_top_k, dtypes=NUMERIC, tolerance=EXACT, sample=_sample_top_k,
-               result_dtypes=NUMERIC | _INDICES))
+               result_dtypes=NUMERIC | _INDICES, traits=frozenset({"nan-last-sort"})))
 
 __all__ = ["LOGSOFTMAX_TOLERANCE", "SOFTMAX_TOLERANCE", "float_info", "is_low_float", "widen"]

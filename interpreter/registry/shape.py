@@ -1,4 +1,8 @@
-"""Shape and data-movement ops (spec/ops/). All are exact: they only move elements."""
+"""Shape and data-movement ops (spec/ops/). All are exact: they only move elements.
+
+Kernels compute in the namespace of their operands (``xp``: numpy, or CuPy on a GPU,
+``interpreter/arrays.py``).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import arrays
 from ..dtype import DType
 from ..errors import GraphTypeError
 from ..promotion import broadcast_shapes
@@ -21,6 +26,8 @@ from .rules import same_types
 __all__ = [
     "check_shape_attr",
 ]
+
+Array = Any  # a numpy array, or a CuPy array on a GPU
 
 
 def check_shape_attr(op: OpDef, types: Sequence[ValueType], shape: object) -> tuple[int, ...]:
@@ -56,8 +63,9 @@ def _broadcast_to_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     return (t.with_(shape=shape),)
 
 
-def _broadcast_to(x: np.ndarray, *, shape: tuple[int, ...]) -> np.ndarray:
-    return np.broadcast_to(x, shape)
+def _broadcast_to(x: Array, *, shape: tuple[int, ...]) -> Array:
+    xp = arrays.namespace(x)
+    return xp.broadcast_to(x, shape)
 
 
 def _broadcast_to_sample(src: ArgSource) -> OpCall:
@@ -85,8 +93,9 @@ def _reshape_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     return (t.with_(shape=shape),)
 
 
-def _reshape(x: np.ndarray, *, shape: tuple[int, ...]) -> np.ndarray:
-    return np.reshape(x, shape)
+def _reshape(x: Array, *, shape: tuple[int, ...]) -> Array:
+    xp = arrays.namespace(x)
+    return xp.reshape(x, shape)
 
 
 def _reshape_sample(src: ArgSource) -> OpCall:
@@ -125,8 +134,7 @@ def _slice_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[V
     return (t.with_(shape=sliced_shape(t.shape, slices)),)
 
 
-def _slice(x: np.ndarray, *, slices: tuple[tuple[int | None, int | None, int], ...]
-           ) -> np.ndarray:
+def _slice(x: Array, *, slices: tuple[tuple[int | None, int | None, int], ...]) -> Array:
     return x[tuple(slice(a, b, c) for a, b, c in slices)]
 
 
@@ -159,8 +167,9 @@ def _permute_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     return (t.with_(shape=tuple(t.shape[p] for p in perm)),)
 
 
-def _permute(x: np.ndarray, *, perm: tuple[int, ...]) -> np.ndarray:
-    return np.transpose(x, perm)
+def _permute(x: Array, *, perm: tuple[int, ...]) -> Array:
+    xp = arrays.namespace(x)
+    return xp.transpose(x, perm)
 
 
 def _permute_sample(src: ArgSource) -> OpCall:
@@ -200,8 +209,9 @@ def _concat_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     return (first.with_(shape=tuple(shape)),)
 
 
-def _concat(*values: np.ndarray, axis: int) -> np.ndarray:
-    return np.concatenate(values, axis=axis)
+def _concat(*values: Array, axis: int) -> Array:
+    xp = arrays.namespace(values[0])
+    return xp.concatenate(values, axis=axis)
 
 
 def _concat_sample(src: ArgSource) -> OpCall:
@@ -238,9 +248,10 @@ def _split_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[V
     return tuple(out)
 
 
-def _split(x: np.ndarray, *, sizes: tuple[int, ...], axis: int
-           ) -> np.ndarray | tuple[np.ndarray, ...]:
-    pieces = tuple(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+def _split(x: Array, *, sizes: tuple[int, ...], axis: int) -> Array | tuple[Array, ...]:
+    cuts = np.cumsum(sizes)[:-1].tolist()  # host ints, from the attribute
+    xp = arrays.namespace(x)
+    pieces = tuple(xp.split(x, cuts, axis=axis))
     return pieces if len(pieces) > 1 else pieces[0]  # one result: a plain array (kernel API)
 
 
@@ -277,20 +288,21 @@ def _gather_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     return (x.with_(shape=x.shape[:axis] + idx.shape + x.shape[axis + 1:]),)
 
 
-def _normalized_index(indices: np.ndarray, n: int) -> np.ndarray:
+def _normalized_index(indices: Array, n: int) -> Array:
     """Indices as int64 with negatives counted from the end (may still be out of range)."""
     idx = indices.astype(np.int64)
-    return np.where(idx < 0, idx + n, idx)
+    xp = arrays.namespace(idx)
+    return xp.where(idx < 0, idx + n, idx)
 
 
-def _gather(x: np.ndarray, indices: np.ndarray, *, axis: int) -> np.ndarray:
-    n = x.shape[axis]
+def _gather(x: Array, indices: Array, *, axis: int) -> Array:
+    xp, n = arrays.namespace(x), x.shape[axis]
     axis %= x.ndim
     if n == 0:  # every index is out of range: unspecified, the reference gives zeros
         shape = x.shape[:axis] + indices.shape + x.shape[axis + 1:]
-        return np.zeros(shape, x.dtype)
-    idx = np.clip(_normalized_index(indices, n), 0, n - 1)  # out of range: unspecified
-    return np.take(x, idx, axis=axis)
+        return xp.zeros(shape, x.dtype)
+    idx = xp.clip(_normalized_index(indices, n), 0, n - 1)  # out of range: unspecified
+    return xp.take(x, idx, axis=axis)
 
 
 def _gather_unspecified(x: np.ndarray, indices: np.ndarray, *, axis: int) -> np.ndarray:
@@ -345,19 +357,20 @@ def _scatter_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     return (x,)
 
 
-def _scatter(x: np.ndarray, updates: np.ndarray, indices: np.ndarray, *, axis: int
-             ) -> np.ndarray:
+def _scatter(x: Array, updates: Array, indices: Array, *, axis: int) -> Array:
     """Copy of x with ``out[..., indices[p], ...] = updates[p]``; the last write in
-    row-major order of ``p`` wins; out-of-range writes are dropped (unspecified)."""
-    out = x.copy()
+    row-major order of ``p`` wins; out-of-range writes are dropped (unspecified). Each
+    target is written once (its last write, picked by ``unique``'s first occurrence in the
+    reversed order), so no namespace has to order duplicate writes."""
+    xp, out = arrays.namespace(x), x.copy()
     axis %= x.ndim
     idx = _normalized_index(indices, x.shape[axis])
     valid = (idx >= 0) & (idx < x.shape[axis])
-    coords: list[Any] = list(np.indices(indices.shape))  # row-major positions p
+    coords: list[Any] = list(xp.indices(indices.shape))  # row-major positions p
     coords[axis] = idx
-    flat: Any = np.ravel_multi_index(tuple(c[valid] for c in coords), x.shape)
+    flat: Any = xp.ravel_multi_index(tuple(c[valid] for c in coords), x.shape)
     if flat.size:
-        _, first_in_reversed = np.unique(flat[::-1], return_index=True)
+        _, first_in_reversed = xp.unique(flat[::-1], return_index=True)
         last = flat.size - 1 - first_in_reversed  # last occurrence of each target
         out.reshape(-1)[flat[last]] = updates[valid][last]
     return out
@@ -462,9 +475,10 @@ def _pad_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[Val
     return (t.with_(shape=tuple(d + lo + hi for d, (lo, hi) in pairs)),)
 
 
-def _pad(x: np.ndarray, *, paddings: tuple[tuple[int, int], ...], value: Any) -> np.ndarray:
+def _pad(x: Array, *, paddings: tuple[tuple[int, int], ...], value: Any) -> Array:
     shape = tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, paddings, strict=True))
-    out = np.full(shape, np.array(value).astype(x.dtype), x.dtype)
+    xp = arrays.namespace(x)
+    out = xp.full(shape, arrays.fill_value(value, x.dtype), x.dtype)
     out[tuple(slice(lo, lo + d) for d, (lo, _) in zip(x.shape, paddings, strict=True))] = x
     return out
 
@@ -495,8 +509,9 @@ def _tile_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[Va
     return (t.with_(shape=tuple(d * r for d, r in zip(t.shape, repeats, strict=True))),)
 
 
-def _tile(x: np.ndarray, *, repeats: tuple[int, ...]) -> np.ndarray:
-    return np.tile(x, repeats)
+def _tile(x: Array, *, repeats: tuple[int, ...]) -> Array:
+    xp = arrays.namespace(x)
+    return xp.tile(x, repeats)
 
 
 def _tile_sample(src: ArgSource) -> OpCall:

@@ -136,3 +136,28 @@ def test_kernels_are_shared_across_equal_groups(ex: Any) -> None:
         ex.execute(on_device(chain16(16), GPU0),
                    [ex.to_device(np.ones(16, np.float32), GPU0)] * 2)
     assert ex.compiles == 1 and len(ex._kernels) == 1
+
+
+@pytest.mark.spec("GPU-9", "GPU-11")
+def test_registry_kernels_with_several_none_and_no_operands(ex: Any) -> None:
+    """split (two results), buffer_store_slice (none), buffer_create and range (no operands:
+    on the host, uploaded) and scatter (served since its kernel writes each target once)."""
+    i64 = DType.int64
+
+    def build() -> Graph:
+        with Graph("kernels", [TensorType(F32, (2, 4)), TensorType(i64, (2, 4))]) as g:
+            x, idx = g.inputs
+            a, b = ops.split(x, [1, 3], axis=1)
+            buf = ops.buffer_create(F32, (2, 4))
+            ops.buffer_store_slice(buf, ops.exp(b), (slice(None), slice(1, None)))
+            s = ops.scatter(x, ops.mul(x, 10.0), idx, axis=1)  # duplicate targets: last wins
+            g.output(a, ops.buffer_load(buf), s, ops.range(4, dtype=i64))
+        return g
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    idx = np.array([[0, 0, 3, 3], [1, -1, 1, 2]], np.int64)
+    got, ref = both(ex, build, [x, idx])
+    assert got[2].tolist() == [[10, 1, 2, 30], [4, 60, 70, 50]]  # by hand: last write wins
+    assert got[3].tolist() == [0, 1, 2, 3]
+    for g_, r_ in zip(got, ref, strict=True):
+        np.testing.assert_array_max_ulp(g_, r_, maxulp=2)
