@@ -673,11 +673,10 @@ class _GraphBuilder:
         self._avail(v)
         return v
 
-    def adapt(self, builder: Callable[[TensorValue, Any], TensorValue], v: Value, arg: Any
-              ) -> Value | None:
+    def adapt(self, builder: Callable[..., TensorValue], v: Value, arg: Any) -> Value | None:
         """``builder(v, arg)`` (a reshape, broadcast or cast), None where it does not stage."""
         try:
-            out = builder(v, arg)  # type: ignore[arg-type]
+            out = builder(v, arg)
         except (EagerConformanceError, ValueError):
             return None
         self.used.add(v)
