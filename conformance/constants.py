@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from interpreter.dtype import DType
-from interpreter.graph.core import Graph, Value
+from interpreter.graph import ops
+from interpreter.graph.core import Graph
 from interpreter.graph.lowering import lower
 from interpreter.graph.ops.staging import stage_op
 from interpreter.graph.splat import splat
@@ -56,9 +57,9 @@ _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
 def constant_ops() -> tuple[str, ...]:
-    """Ops with a constant-reach cell: every broadcasting binary elementwise op, ``select``."""
-    return tuple(sorted(n for n, op in REGISTRY.items()
-                        if op.category == "elementwise-binary" or n == "select"))
+    """Ops with a constant-reach cell: every broadcasting op (the binary elementwise ops and
+    ``select``), a constant taking the place of one of its data operands."""
+    return tuple(sorted(n for n, op in REGISTRY.items() if op.broadcast))
 
 
 CONSTANT_OPS = constant_ops()
@@ -177,29 +178,30 @@ def _python(v: Any, dtype: DType) -> bool | int | float:
     return int(v) if dtype.is_integral() else float(v)
 
 
-def _constant_node(g: Graph, v: Any) -> Value:
-    value = np.array(v)
-    value.flags.writeable = False
-    (out,) = g.stage(REGISTRY["constant"], (), {"value": value, "device": DeviceRef.CPU()})
-    return out
+def _only(dtypes: frozenset[DType]) -> DType:
+    (dtype,) = dtypes  # an operand before the data operand has one dtype (a condition)
+    return dtype
 
 
 def constant_case(op: OpDef, dtype: DType, weak: bool, cs: np.ndarray, name: str) -> Case:
     """The constant-reach graph of ``(op, dtype)`` over constants ``cs`` (module docstring)
-    with its input sets (CONF-30): ``x`` (and ``select``'s ``cond``) drawn at each
-    special-value rate, the same for every graph of the cell."""
-    is_select = op.name == "select"
+    with its input sets (CONF-30): ``x`` (and the operands before the data operand:
+    ``select``'s ``cond``) drawn at each special-value rate, the same for every graph of the
+    cell."""
     x_t = TensorType(dtype, X_SHAPE, DeviceRef.CPU())
-    types = [TensorType(DType.bool, X_SHAPE, DeviceRef.CPU()), x_t] if is_select else [x_t]
+    lead = [TensorType(_only(s), X_SHAPE, DeviceRef.CPU())
+            for s in op.operand_dtype_sets[:op.data_operand or 0]]
+    types = [*lead, x_t]
     kind = "weak" if weak else "constant"
     with Graph(f"conformance_{op.name}_{kind}_{name}", input_types=types) as g:
         x = g.inputs[-1]
         outs = []
         for v in cs:
             for first in (True, False):
-                c: Any = _python(v, dtype) if weak else _constant_node(g, v)
+                c: Any = (_python(v, dtype) if weak
+                          else ops.constant(np.array(v), device=DeviceRef.CPU()))
                 pair = [x, c] if first else [c, x]
-                (r,) = stage_op(op, [g.inputs[0], *pair] if is_select else pair)
+                (r,) = stage_op(op, [*g.inputs[:len(lead)], *pair])
                 outs.append(r)
         g.output(*outs)
     lower(g)

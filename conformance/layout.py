@@ -18,16 +18,8 @@ from interpreter.types import BufferType
 
 from .compare import Mismatch
 
-__all__ = ["BYTE_OPS", "byte_exact_buffers", "byte_exact_values", "layout_problem",
-           "nan_bytes"]
+__all__ = ["byte_exact_buffers", "byte_exact_values", "layout_problem", "nan_bytes"]
 
-#: Ops whose every result element is a byte copy of an operand element (DT-6).
-BYTE_OPS = frozenset({
-    "reshape", "permute", "broadcast_to", "slice", "concat", "split", "tile", "gather",
-    "scatter", "select", "transfer", "allgather", "constant", "buffer_load", "buffer_create",
-})
-#: Side-effect ops that copy their source's bytes into a buffer (MUT-2, MUT-3).
-_STORES = frozenset({"buffer_store", "buffer_store_slice"})
 WORST = 5
 
 
@@ -38,22 +30,23 @@ def _floaty(v: Value) -> bool:
 def _walk(graph: Graph) -> tuple[set[Value], set[Value]]:
     """(values whose bytes DT-6 fixes, buffer inputs whose final bytes it fixes).
 
-    A value is byte-exact when its op is in ``BYTE_OPS`` and each float operand is byte-exact
-    and *clean* (not the result of an op with unspecified elements, whose elements other
-    ops may legally differ in). Non-float operands (indices, conditions) compare exactly
-    anyway. A buffer stays byte-exact while every store into it has a clean source."""
+    A value is byte-exact when its op has the ``byte-copy`` trait (DT-6) and each float
+    operand is byte-exact and *clean* (not the result of an op with unspecified elements,
+    whose elements other ops may legally differ in). Non-float operands (indices,
+    conditions) compare exactly anyway. A buffer stays byte-exact while every store into it
+    (``buffer-store`` trait: a copy of its source's bytes, MUT-2) has a clean source."""
     exact: set[Value] = set(graph.inputs)
     clean: set[Value] = set(graph.inputs)
     for node in graph.nodes:
         ok = all(v in clean or not _floaty(v) for v in node.operands)
-        name = node.op.name
-        if name in _STORES:
+        traits = node.op.traits
+        if "buffer-store" in traits:
             buf, src = node.operands[0], node.operands[1]
             if not (src in clean or not _floaty(src)):
                 exact.discard(buf)
                 clean.discard(buf)
             continue
-        if name in BYTE_OPS and ok:
+        if "byte-copy" in traits and ok:
             exact.update(node.results)
             if node.op.unspecified is None:
                 clean.update(node.results)

@@ -31,17 +31,17 @@ __all__ = ["MutantKernel", "op_mutants"]
 
 Kernel = Callable[..., Any]
 
-#: ufunc kernel -> the ufuncs an operator swap puts in its place
-UFUNC_SWAPS: dict[str, tuple[str, ...]] = {
-    "add": ("subtract",), "subtract": ("add",), "multiply": ("add",),
-    "divide": ("multiply", "floor_divide"), "equal": ("not_equal", "greater_equal"),
-    "not_equal": ("equal",), "greater": ("greater_equal", "less"),
-    "greater_equal": ("greater", "less_equal"), "logical_and": ("logical_or",),
-    "logical_or": ("logical_and", "logical_xor"), "logical_xor": ("logical_or",),
-    "logical_not": ("logical_and",), "floor": ("ceil", "trunc"), "ceil": ("floor", "trunc"),
-    "trunc": ("floor", "rint"), "rint": ("trunc", "round"), "absolute": ("negative",),
-    "negative": ("positive", "invert"), "isnan": ("isinf", "isfinite"),
-    "isinf": ("isnan", "isposinf")}
+#: ufunc kernel -> the numpy functions an operator swap puts in its place
+UFUNC_SWAPS: dict[np.ufunc, tuple[Kernel, ...]] = {
+    np.add: (np.subtract,), np.subtract: (np.add,), np.multiply: (np.add,),
+    np.divide: (np.multiply, np.floor_divide), np.equal: (np.not_equal, np.greater_equal),
+    np.not_equal: (np.equal,), np.greater: (np.greater_equal, np.less),
+    np.greater_equal: (np.greater, np.less_equal), np.logical_and: (np.logical_or,),
+    np.logical_or: (np.logical_and, np.logical_xor), np.logical_xor: (np.logical_or,),
+    np.logical_not: (np.logical_and,), np.floor: (np.ceil, np.trunc),
+    np.ceil: (np.floor, np.trunc), np.trunc: (np.floor, np.rint), np.rint: (np.trunc, np.round),
+    np.absolute: (np.negative,), np.negative: (np.positive, np.invert),
+    np.isnan: (np.isinf, np.isfinite), np.isinf: (np.isnan, np.isposinf)}
 _NARROW = {np.dtype(np.float64): np.float32, np.dtype(np.float32): np.float16}
 
 
@@ -151,15 +151,14 @@ def op_mutants(op: OpDef | str) -> list[MutantKernel]:
                                install(mutated), mutated, fn))
     name = getattr(kernel, "__name__", "")
     if isinstance(kernel, np.ufunc):
-        for alt in UFUNC_SWAPS.get(name, ()):
+        for alt in UFUNC_SWAPS.get(kernel, ()):
             found.append(MutantKernel(op.name, len(found), "ufunc", f"np.{name}",
                                       "arithmetic swap" if op.category != "elementwise-binary"
                                       or not op.result_dtypes else "comparison swap",
-                                      0, f"np.{name}", f"np.{alt}",
-                                      f"-kernel = np.{name}\n+kernel = np.{alt}",
-                                      getattr(np, alt)))
-    if (op.category.startswith("elementwise") and op.tolerance.kind != "exact") or \
-            (op.category in ("reduction",) and op.name in ("softmax", "logsoftmax")):
+                                      0, f"np.{name}", f"np.{alt.__name__}",
+                                      f"-kernel = np.{name}\n+kernel = np.{alt.__name__}",
+                                      alt))
+    if op.traits & {"transcendental", "normalization"}:  # evaluated at a chosen precision
         found.append(MutantKernel(op.name, len(found), "kernel", name or op.name,
                                   "narrowed precision", 0, "float64/float32 evaluation",
                                   "float32/float16 evaluation",

@@ -35,12 +35,15 @@ _CMPOPS: dict[type[ast.cmpop], tuple[type[ast.cmpop], ...]] = {
 #: numpy functions whose call is the special-value handling (NaN, inf, signed zero)
 _SPECIAL_TESTS = {"isnan": "zeros_like", "isinf": "zeros_like", "signbit": "zeros_like",
                   "isfinite": "ones_like", "isneginf": "zeros_like", "isposinf": "zeros_like"}
-_NUMPY_SWAPS = {"fmax": "maximum", "fmin": "minimum", "maximum": "fmax", "minimum": "fmin",
-                "nanmax": "max", "nanmin": "min", "nansum": "sum", "floor": "trunc",
-                "ceil": "trunc", "trunc": "floor", "rint": "round", "argmax": "argmin",
-                "argmin": "argmax", "cumsum": "cumprod", "float64": "float32",
-                "float32": "float16", "int64": "int32", "longdouble": "float64",
-                "uint64": "uint32", "isnan": "isinf", "isinf": "isnan"}
+#: numpy attribute swaps, as the source spells them (``np.`` or ``numpy.`` + name)
+_NUMPY_SWAPS = {
+    "np.fmax": "np.maximum", "np.fmin": "np.minimum", "np.maximum": "np.fmax",
+    "np.minimum": "np.fmin", "np.nanmax": "np.max", "np.nanmin": "np.min",
+    "np.nansum": "np.sum", "np.floor": "np.trunc", "np.ceil": "np.trunc",
+    "np.trunc": "np.floor", "np.rint": "np.round", "np.argmax": "np.argmin",
+    "np.argmin": "np.argmax", "np.cumsum": "np.cumprod", "np.float64": "np.float32",
+    "np.float32": "np.float16", "np.int64": "np.int32", "np.longdouble": "np.float64",
+    "np.uint64": "np.uint32", "np.isnan": "np.isinf", "np.isinf": "np.isnan"}
 _ATTR_ARGS = {"keepdims": "keepdims", "axis": "axis", "reverse": "reverse"}
 
 
@@ -137,11 +140,12 @@ def _replacements(node: ast.AST, has_np: bool) -> Iterator[tuple[str, ast.AST]]:
         yield "reversed iteration order", new
     elif isinstance(node, ast.Call):
         yield from _call_replacements(node, has_np)
-    elif isinstance(node, ast.Attribute) and has_np and node.attr in _NUMPY_SWAPS \
+    elif isinstance(node, ast.Attribute) and has_np and f"np.{node.attr}" in _NUMPY_SWAPS \
             and isinstance(node.value, ast.Name) and node.value.id in ("np", "numpy", "xp"):
         what = ("narrowed dtype" if node.attr in ("float64", "float32", "int64", "uint64",
                                                    "longdouble") else "numpy function swap")
-        yield what, _np(_NUMPY_SWAPS[node.attr], node.value.id)  # xp: a kernel's namespace
+        swap = _NUMPY_SWAPS[f"np.{node.attr}"].removeprefix("np.")
+        yield what, _np(swap, node.value.id)  # xp: the kernel's own namespace
 
 
 def _call_replacements(node: ast.Call, has_np: bool) -> Iterator[tuple[str, ast.AST]]:

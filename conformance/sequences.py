@@ -105,28 +105,20 @@ class _Pool:
 F32_34 = _t(DType.float32, (3, 4))
 
 
-def _unary(name: str, t: TensorType = F32_34, **attrs: Any) -> Graph:
-    op = REGISTRY[name]
-    return _graph(f"state_{name}_{t.dtype.value}", [t],
-                  lambda x: op_result(op, [x], attrs))
-
-
-def op_result(op: Any, operands: list[Any], attrs: dict[str, Any]) -> Any:
-    (r,) = operands[0].graph.stage(op, operands, attrs)
-    return r
+def _unary(builder: Callable[[Any], Any], t: TensorType = F32_34) -> Graph:
+    return _graph(f"state_{builder.__name__}_{t.dtype.value}", [t], builder)
 
 
 def equal_shape_pool() -> _Pool:
     """Structures on equal input types that differ in an op, an attribute or a dtype."""
     p = _Pool()
-    for name in ("negate", "exp", "tanh", "floor", "abs"):
-        p.add(_unary(name), f"{name} on float32[3, 4]")
+    for unary in (ops.negate, ops.exp, ops.tanh, ops.floor, ops.abs):
+        p.add(_unary(unary), f"{unary.__name__} on float32[3, 4]")
     for d in (DType.float64, DType.float16):
-        p.add(_unary("exp", _t(d, (3, 4))), f"exp on {d.value}[3, 4]")
-    for name in ("add", "sub", "mul", "max"):
-        op = REGISTRY[name]
-        p.add(_graph(f"state_{name}", [F32_34, F32_34],
-                     lambda x, y, op=op: op_result(op, [x, y], {})), f"{name} of two float32[3, 4]")
+        p.add(_unary(ops.exp, _t(d, (3, 4))), f"exp on {d.value}[3, 4]")
+    for binary in (ops.add, ops.sub, ops.mul, ops.max):
+        name = binary.__name__
+        p.add(_graph(f"state_{name}", [F32_34, F32_34], binary), f"{name} of two float32[3, 4]")
     sq = _t(DType.float32, (4, 4))
     for axis in (0, 1):
         p.add(_graph(f"state_sum{axis}", [sq], lambda x, a=axis: ops.sum(x, a)),
@@ -208,8 +200,8 @@ def lifetime_pool() -> _Pool:
         p.add(_graph(f"lifetime_{what}", [sq, sq], body),
               f"{what} view of an intermediate read after a same-shaped intermediate")
 
-    view_after(lambda a: ops.permute(a, (1, 0)), "permute")
-    view_after(lambda a: ops.reshape(ops.reshape(a, (4, 16)), (8, 8)), "reshape")
+    view_after(lambda a: ops.permute(a, (1, 0)), "permuted")
+    view_after(lambda a: ops.reshape(ops.reshape(a, (4, 16)), (8, 8)), "reshaped")
     view_after(lambda a: ops.broadcast_to(a[0:1], (8, 8)), "broadcast")
 
     def sliced(x: Any, y: Any) -> Any:
@@ -336,7 +328,7 @@ def _same_structure(rng: np.random.Generator, n: int) -> list[Step]:
     inputs over and over, with mismatched inputs for them in between."""
     p = random_pool(rng, graphs=1)
     p.items = p.items[:1]
-    p.add(_unary("tanh"), "tanh on float32[3, 4]")
+    p.add(_unary(ops.tanh), "tanh on float32[3, 4]")
     out = []
     for i in range(n):
         out.append(bad_step(rng, p) if i % 7 == 6 else p.step(rng, i % 2))

@@ -37,10 +37,11 @@ from hypothesis import strategies as st
 
 from interpreter.dtype import DType
 from interpreter.errors import EagerConformanceError
-from interpreter.graph.core import Graph, Value
+from interpreter.graph import ops as builders
+from interpreter.graph.core import BufferValue, Graph, TensorValue, Value
 from interpreter.graph.lowering import lower
 from interpreter.promotion import broadcast_shapes, promote_dtypes
-from interpreter.registry import REGISTRY, OpDef
+from interpreter.registry import REGISTRY, OpDef, op_with, ops_with
 from interpreter.registry.core import OpCall
 from interpreter.testing.sampling import RandomArgSource, special_values
 from interpreter.types import BufferType, DeviceRef, TensorType, ValueType
@@ -544,12 +545,10 @@ def observe_buffer(g: Graph, buf: Value) -> list[Value]:
     first load sees the fresh contents (all zero, MUT-4), the second the store, and a buffer
     kept from a previous execution shows in the first load of the next."""
     t = buf.type
-    assert isinstance(t, BufferType)
-    load, store = REGISTRY["buffer_load"], REGISTRY["buffer_store"]
-    (before,) = g.stage(load, [buf], {})
-    (src,) = g.stage(REGISTRY["constant"], [], {"value": _pattern(t), "device": t.device})
-    g.stage(store, [buf, src], {})
-    (after,) = g.stage(load, [buf], {})
+    assert isinstance(t, BufferType) and isinstance(buf, BufferValue) and Graph.current is g
+    before = builders.buffer_load(buf)
+    builders.buffer_store(buf, builders.constant(_pattern(t), device=t.device))
+    after = builders.buffer_load(buf)
     return [before, after]
 
 
@@ -664,10 +663,8 @@ class _GraphBuilder:
         self._avail(v)
         return v
 
-    def stage(self, name: str, operands: list[Value], attrs: dict[str, Any]) -> Value | None:
-        op = REGISTRY.get(name)
-        if op is None:
-            return None
+    def stage(self, op: OpDef, operands: list[Value], attrs: dict[str, Any]) -> Value | None:
+        """``op``'s one result (None: it does not stage, or has no result: a store)."""
         try:
             (v,) = self.g.stage(op, operands, attrs)
         except (EagerConformanceError, ValueError):
@@ -675,6 +672,16 @@ class _GraphBuilder:
         self.used.update(operands)
         self._avail(v)
         return v
+
+    def adapt(self, builder: Callable[..., TensorValue], v: Value, arg: Any) -> Value | None:
+        """``builder(v, arg)`` (a reshape, broadcast or cast), None where it does not stage."""
+        try:
+            out = builder(v, arg)
+        except (EagerConformanceError, ValueError):
+            return None
+        self.used.add(v)
+        self._avail(out)
+        return out
 
     def fit_tensor(self, a: np.ndarray) -> Value:
         """A value of exactly ``a``'s type: reused, adapted, or a new graph input."""
@@ -692,13 +699,13 @@ class _GraphBuilder:
             if t.device == want.device:
                 adapted: Value | None = v
                 if t.shape != want.shape and t.num_elements == want.num_elements:
-                    adapted = self.stage("reshape", [v], {"shape": want.shape})
+                    adapted = self.adapt(builders.reshape, v, want.shape)
                 elif (t.shape != want.shape and len(t.shape) <= len(want.shape)
                       and broadcast_shapes([t.shape, want.shape]) == want.shape):
-                    adapted = self.stage("broadcast_to", [v], {"shape": want.shape})
+                    adapted = self.adapt(builders.broadcast_to, v, want.shape)
                 if adapted is not None and adapted.type.shape == want.shape \
                         and adapted.type.dtype != want.dtype:
-                    adapted = self.stage("cast", [adapted], {"dtype": want.dtype})
+                    adapted = self.adapt(builders.cast, adapted, want.dtype)
                 if adapted is not None and adapted.type == want:
                     return adapted
         return self.new_input(a, False)
@@ -727,7 +734,8 @@ class _GraphBuilder:
 #: burst on a shared buffer (CONF-96), and the chance per step in such a graph.
 INTERLEAVE_SHARE = 0.25
 INTERLEAVE_STEP = 0.35
-_ACCESSES = ("buffer_load", "buffer_store", "buffer_store_slice")
+#: The buffer accesses: a load, then the stores (whole, slice) in registry order.
+_ACCESSES = (op_with("buffer-load"), *ops_with("buffer-store"))
 
 
 def interleaved(seed: int) -> bool:
@@ -750,10 +758,10 @@ def _burst(b: _GraphBuilder, rng: random.Random) -> None:
     assert isinstance(t, BufferType)
     for k in range(rng.randint(3, 6)):
         kind = _ACCESSES[(k + rng.randint(0, 2)) % 3]
-        if kind == "buffer_load":
+        if "buffer-load" in kind.traits:
             b.stage(kind, [buf], {})
             continue
-        if kind == "buffer_store":
+        if not kind.attrs:  # a whole store
             value = b.fit_tensor(src.values(t.dtype, t.shape))
             b.stage(kind, [buf, value], {})
             continue

@@ -167,7 +167,9 @@ def sweep_case(op: OpDef, dtype: DType, target: DType | None = None) -> Case:
 
 
 def _cast_targets(op: OpDef) -> list[DType | None]:
-    if op.name == "cast":
+    """One sweep per result dtype for an elementwise op whose ``dtype`` attribute picks it
+    (``cast``), else one sweep."""
+    if _is_elementwise(op) and "dtype" in op.attrs:
         ordered: list[DType] = sorted(op.result_dtype_set, key=lambda d: d.value)
         return [t for t in ordered]
     return [None]

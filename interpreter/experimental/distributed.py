@@ -5,6 +5,7 @@ A mesh of CPUs (or one repeated device) is simulated: collectives run on the hos
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import RealizationError
@@ -78,23 +79,23 @@ def _groups(mesh: DeviceMesh, axis: int) -> list[list[int]]:
     return list(groups.values())
 
 
-def collective(name: str, x: Tensor, mesh_axis: int, axis: int) -> Tensor:
-    """Run ``allreduce_sum``/``allgather`` over each device group of ``mesh_axis`` (REAL-42).
+def collective(builder: Callable[..., list[TensorValue]], x: Tensor, mesh_axis: int,
+               axis: int) -> Tensor:
+    """Run the collective ``builder`` (``ops.allreduce_sum`` or ``ops.allgather``) over each
+    device group of ``mesh_axis`` (REAL-42).
 
     The result's placement on that axis becomes ``Replicated``."""
     mapping = x.mapping
     mesh = mapping.mesh
     mesh_axis = mesh.axis_index(mesh_axis)
     p = mapping.placements[mesh_axis]
-    if name == "allreduce_sum" and not isinstance(p, Partial | Unknown):
-        raise ValueError(f"allreduce_sum: mesh axis {mesh_axis} is {p}; expected Partial or "
-                         "Unknown [REAL-42]")
-    if name == "allgather":
-        if isinstance(p, Sharded):
-            axis = p.axis
-        elif not isinstance(p, Unknown):
-            raise ValueError(f"allgather: mesh axis {mesh_axis} is {p}; expected Sharded or "
-                             "Unknown [REAL-42]")
+    gathers = builder is ops.allgather  # else a sum
+    expected = (Sharded, Unknown) if gathers else (Partial, Unknown)
+    if not isinstance(p, expected):
+        raise ValueError(f"{builder.__name__}: mesh axis {mesh_axis} is {p}; expected "
+                         f"{expected[0].__name__} or Unknown [REAL-42]")
+    if isinstance(p, Sharded):
+        axis = p.axis
     placements = list(mapping.placements)
     placements[mesh_axis] = Replicated()
     out_mapping = DeviceMapping(mesh, tuple(placements))
@@ -107,10 +108,7 @@ def collective(name: str, x: Tensor, mesh_axis: int, axis: int) -> Tensor:
         out: list[TensorValue | None] = [None] * len(values)
         for group in _groups(mesh, mesh_axis):
             operands = [values[i] for i in group]
-            if name == "allreduce_sum":
-                res = ops.allreduce_sum(operands)
-            else:
-                res = ops.allgather(operands, axis=axis)
+            res = builder(operands, axis=axis) if gathers else builder(operands)
             for i, r in zip(group, res, strict=True):
                 out[i] = r
         t: Tensor = ctx.create_unrealized(tuple(out), mapping=out_mapping)
@@ -125,9 +123,9 @@ def gather_to(x: Tensor, device: DeviceRef) -> Tensor:
     y = x
     for i, p in enumerate(mapping.placements):
         if isinstance(p, Sharded):
-            y = collective("allgather", y, i, p.axis)
+            y = collective(ops.allgather, y, i, p.axis)
         elif isinstance(p, Partial):
-            y = collective("allreduce_sum", y, i, 0)
+            y = collective(ops.allreduce_sum, y, i, 0)
         elif isinstance(p, Unknown):
             raise RealizationError("an Unknown placement must be combined by a collective "
                                    "before it can be transferred [REAL-42]")

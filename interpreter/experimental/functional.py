@@ -175,7 +175,7 @@ def _store(dst: Tensor, src: Any, indices: Any, whole: bool) -> None:
             ops.buffer_store(buf, value)
         else:
             if isinstance(value, Value):
-                _, keep = slice_triples("buffer_store_slice", buf.shape, indices)
+                _, keep = slice_triples(buffer_store_slice.__name__, buf.shape, indices)
                 want = result_shape(buf.shape, indices, keep)
                 if value.shape not in (keep, want) and (
                         value.type.num_elements != math.prod(keep)):
@@ -265,12 +265,12 @@ def transfer_to(x: Tensor, target: Any) -> Tensor:
 
 def allreduce_sum(x: Tensor, mesh_axis: int = 0) -> Tensor:
     """Sum the shards of a ``Partial``/``Unknown`` tensor along a mesh axis (REAL-42)."""
-    return collective("allreduce_sum", x, mesh_axis, 0)
+    return collective(ops.allreduce_sum, x, mesh_axis, 0)
 
 
 def allgather(x: Tensor, axis: int = 0, mesh_axis: int = 0) -> Tensor:
     """Concatenate the shards of ``x`` along ``axis`` on every device of ``mesh_axis``."""
-    return collective("allgather", x, mesh_axis, axis)
+    return collective(ops.allgather, x, mesh_axis, axis)
 
 
 # -- every graph op, tensor level (its graph builder lifted by ``functional``) -------------
@@ -451,9 +451,17 @@ def _op_builder(op: OpDef) -> Callable[..., TensorValue]:
     return memoizable(build)
 
 
-def _operator(name: str, reflected: bool = False) -> Callable[[Tensor, Any], Tensor]:
-    """``self <op> o`` for registry op ``name`` (``o <op> self`` when ``reflected``)."""
-    op = get_op(name)
+def _staged_op(builder: Callable[..., Any]) -> OpDef:
+    """The registry op a one-op ``ops`` builder stages, found by the builder's name (a
+    builder staging one op on its operands bears that op's name, e.g. ``ops.add``)."""
+    return get_op(builder.__name__)
+
+
+def _operator(builder: Callable[..., Any], reflected: bool = False
+              ) -> Callable[[Tensor, Any], Tensor]:
+    """``self <op> o``, staging ``builder``'s registry op directly (``o <op> self`` when
+    ``reflected``)."""
+    op = _staged_op(builder)
     build = _op_builder(op)
 
     if reflected:
@@ -466,8 +474,8 @@ def _operator(name: str, reflected: bool = False) -> Callable[[Tensor, Any], Ten
     return method
 
 
-def _unary_operator(name: str) -> Callable[[Tensor], Tensor]:
-    op = get_op(name)
+def _unary_operator(builder: Callable[..., Any]) -> Callable[[Tensor], Tensor]:
+    op = _staged_op(builder)
     build = _op_builder(op)
 
     def method(self: Tensor) -> Tensor:
@@ -506,30 +514,33 @@ def install_tensor_methods() -> None:
     """Attach ``Tensor``'s operators (each stages one registry op, as the ``ops`` builder of
     the same name does; IEEE comparisons, REAL-24), its op methods and its factories. Called
     once, when this module loads."""
-    binary = {"add": "add", "sub": "sub", "mul": "mul", "truediv": "div",
-              "floordiv": "floor_div", "mod": "mod", "pow": "pow", "and": "logical_and",
-              "or": "logical_or", "xor": "logical_xor"}
-    for name, op_name in binary.items():
-        setattr(Tensor, f"__{name}__", _operator(op_name))
-        setattr(Tensor, f"__r{name}__", _operator(op_name, reflected=True))
-    compare = {"eq": "equal", "ne": "not_equal", "gt": "greater", "ge": "greater_equal"}
-    for name, op_name in compare.items():
-        setattr(Tensor, f"__{name}__", _operator(op_name))
+    binary = {"__add__": ops.add, "__sub__": ops.sub, "__mul__": ops.mul,
+              "__truediv__": ops.div, "__floordiv__": ops.floor_div, "__mod__": ops.mod,
+              "__pow__": ops.pow, "__and__": ops.logical_and, "__or__": ops.logical_or,
+              "__xor__": ops.logical_xor}
+    for name, builder in binary.items():  # also reflected: __radd__, ...
+        setattr(Tensor, name, _operator(builder))
+        setattr(Tensor, f"__r{name[2:]}", _operator(builder, reflected=True))
+    compare = {"__eq__": ops.equal, "__ne__": ops.not_equal, "__gt__": ops.greater,
+               "__ge__": ops.greater_equal}
+    for name, builder in compare.items():
+        setattr(Tensor, name, _operator(builder))
     # `<` and `<=` are `greater(o, self)`: their builders take self's source first (LOWER-3)
     Tensor.__lt__ = _forward(ops.less)  # type: ignore[method-assign]
     Tensor.__le__ = _forward(ops.less_equal)  # type: ignore[method-assign]
-    for name, op_name in {"neg": "negate", "abs": "abs", "invert": "logical_not"}.items():
-        setattr(Tensor, f"__{name}__", _unary_operator(op_name))
+    unary = {"__neg__": ops.negate, "__abs__": ops.abs, "__invert__": ops.logical_not}
+    for name, unary_builder in unary.items():
+        setattr(Tensor, name, _unary_operator(unary_builder))
     Tensor.__matmul__ = _forward(ops.matmul)  # type: ignore[method-assign]
     Tensor.__rmatmul__ = _reflected(ops.matmul)  # type: ignore[method-assign]
     methods: dict[str, Callable[..., Any]] = {
         "__getitem__": getitem, "__setitem__": _setitem, "_cast": cast,
-        "_transfer_to": transfer_to, "_maximum": maximum, "_minimum": minimum,
-        "transpose": transpose, "permute": permute, "reshape": reshape,
-        "broadcast_to": broadcast_to, "sum": sum, "mean": mean, "prod": prod,
-        "max": _max_reduce, "min": _min_reduce, "argmax": argmax, "argmin": argmin}
+        "_transfer_to": transfer_to, "_maximum": maximum, "_minimum": minimum}
     for name, fn in methods.items():
         setattr(Tensor, name, fn)
+    for fn in (transpose, permute, reshape, broadcast_to, sum, mean, prod, _max_reduce,
+               _min_reduce, argmax, argmin):  # methods named as their functions (MAX)
+        setattr(Tensor, fn.__name__, fn)
     Tensor.T = property(_transpose_last)  # type: ignore[method-assign,assignment]
     factories: dict[str, Callable[..., Tensor]] = {
         "from_data": constant, "full": full, "zeros": zeros, "ones": ones,

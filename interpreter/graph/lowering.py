@@ -12,19 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..registry import OpDef, get_op
+from ..registry import OpDef, op_with
 from ..types import ValueType
 from .core import Graph, Node, Value
 from .normalize import normalized_types
 
 __all__ = ["lower", "lowered", "lowered_node_count", "normalized_types"]
 
+#: The ops lowering inserts: a dtype conversion, then a broadcast (LOWER-1).
+_CAST, _BROADCAST = op_with("lowering-cast"), op_with("lowering-broadcast")
+
 
 def lower(graph: Graph) -> Graph:
     """Rewrite ``graph`` in place into primitive form and return it (idempotent)."""
     if not graph.needs_lowering:
         return graph
-    cast, bcast = get_op("cast"), get_op("broadcast_to")
     nodes: list[Node] = []
 
     def emit(op: OpDef, operand: Value, attrs: dict[str, object], loc: Node) -> Value:
@@ -40,9 +42,9 @@ def lower(graph: Graph) -> Graph:
             operands = list(node.operands)
             for i, (v, want) in enumerate(zip(node.operands, norm, strict=True)):
                 if v.type.dtype != want.dtype:
-                    v = emit(cast, v, {"dtype": want.dtype}, node)
+                    v = emit(_CAST, v, {"dtype": want.dtype}, node)
                 if v.type.shape != want.shape:
-                    v = emit(bcast, v, {"shape": want.shape}, node)
+                    v = emit(_BROADCAST, v, {"shape": want.shape}, node)
                 operands[i] = v
             node.operands = tuple(operands)
         nodes.append(node)

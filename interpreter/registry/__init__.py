@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (registration)
     reduction,
     shape,
 )
-from .core import EXACT, REGISTRY, OpDef, Tolerance, get_op, register, ulp
+from .core import EXACT, REGISTRY, OpDef, Tolerance, get_op, op_with, ops_with, register, ulp
 
-__all__ = ["EXACT", "REGISTRY", "OpDef", "Tolerance", "get_op", "register", "ulp"]
+__all__ = ["EXACT", "REGISTRY", "OpDef", "Tolerance", "get_op", "op_with", "ops_with", "register",
+           "ulp"]

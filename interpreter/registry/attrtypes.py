@@ -1,7 +1,10 @@
 """The exact Python type of every op attribute an executor reads in ``node.attrs`` (GRAPH-21).
 
-The spec's attribute table (``spec/graph.md``) is generated from :func:`attr_type`, and a
-test checks every declared type against graphs staged from each op's ``sample`` function.
+An attribute name has one type across ops (``axis`` is an ``int`` everywhere); an op whose
+attribute differs declares it in its registry entry (``OpDef.attr_types``: ``constant``'s
+``value`` is an array, ``pad``'s a scalar). The spec's attribute table (``spec/graph.md``)
+is generated from :func:`attr_type`, and a test checks every declared type against graphs
+staged from each op's ``sample`` function.
 """
 
 from __future__ import annotations
@@ -10,12 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ..dtype import DType
 from ..types import DeviceRef
+from .core import get_op
 
-__all__ = ["AttrType", "attr_type"]
+__all__ = ["NUMBER", "AttrType", "attr_type"]
 
 
 @dataclass(frozen=True)
@@ -72,22 +74,12 @@ _BY_NAME: dict[str, AttrType] = {
                        "one (start, stop, step) triple per axis, Python slice semantics; "
                        "None: the default bound (SLICE-1)"),
 }
-_NUMBER = AttrType("int | float", lambda v: type(v) in (int, float),
-                   "int when the dtype is an integer dtype")
-_PER_OP: dict[tuple[str, str], AttrType] = {
-    ("range", "start"): _NUMBER,
-    ("range", "stop"): _NUMBER,
-    ("range", "step"): _NUMBER,
-    ("pad", "value"): AttrType("int | float | bool", _is(int, float, bool),
-                               "a Python scalar, converted to the operand's dtype"),
-    ("constant", "value"): AttrType(
-        "numpy.ndarray", lambda v: type(v) is np.ndarray and not v.flags.writeable,
-        "read-only; its dtype is the result dtype's numpy dtype (`DType.to_numpy()`: "
-        "ml_dtypes types for bfloat16 and float8) and its shape the result shape; any "
-        "memory layout (use `np.asarray`/`np.ascontiguousarray`)"),
-}
+#: ``int | float`` attributes (``range``'s bounds), declared in their op's ``attr_types``.
+NUMBER = AttrType("int | float", lambda v: type(v) in (int, float),
+                  "int when the dtype is an integer dtype")
 
 
 def attr_type(op: str, attr: str) -> AttrType:
-    """The declared type of attribute ``attr`` of op ``op`` (KeyError: none declared)."""
-    return _PER_OP.get((op, attr)) or _BY_NAME[attr]
+    """The declared type of attribute ``attr`` of op ``op``: the op's own
+    (``OpDef.attr_types``), else the one of the attribute's name (KeyError: none declared)."""
+    return get_op(op).attr_types.get(attr) or _BY_NAME[attr]

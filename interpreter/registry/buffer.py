@@ -41,7 +41,8 @@ def _sample_load(src: ArgSource) -> OpCall:
 
 register(OpDef("buffer_load", summary="Read a buffer's current contents as a tensor (a copy).",
                category="buffer", operands=("buffer",), attrs=(), infer=_load_infer, kernel=_load,
-               dtypes=ALL, tolerance=EXACT, sample=_sample_load))
+               dtypes=ALL, tolerance=EXACT, sample=_sample_load,
+               traits=frozenset({"buffer-load", "byte-copy"})))
 
 
 def _check_source(op: OpDef, types: Sequence[ValueType], want: tuple[int, ...]) -> None:
@@ -75,7 +76,7 @@ def _sample_store(src: ArgSource) -> OpCall:
 register(OpDef("buffer_store", summary="Overwrite a whole buffer with a tensor (a side effect).",
                category="buffer", operands=("buffer", "source"), attrs=(), infer=_store_infer,
                kernel=_store, dtypes=ALL, tolerance=EXACT, side_effect=True, sample=_sample_store,
-               result_dtypes=frozenset()))
+               result_dtypes=frozenset(), traits=frozenset({"buffer-store"})))
 
 def check_slices(op: OpDef, types: Sequence[ValueType], shape: tuple[int, ...], slices: Any
                  ) -> Slices:
@@ -117,7 +118,8 @@ register(OpDef("buffer_store_slice",
                summary="Overwrite a strided slice of a buffer with a tensor (a side effect).",
                category="buffer", operands=("buffer", "source"), attrs=("slices",),
                infer=_store_slice_infer, kernel=_store_slice, dtypes=ALL, tolerance=EXACT,
-               side_effect=True, sample=_sample_store_slice, result_dtypes=frozenset()))
+               side_effect=True, sample=_sample_store_slice, result_dtypes=frozenset(),
+               traits=frozenset({"buffer-store"})))
 
 
 def _create_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
@@ -143,4 +145,5 @@ def _sample_create(src: ArgSource) -> OpCall:
 
 register(OpDef("buffer_create", summary="A fresh zero-filled scratch buffer.", category="buffer",
                operands=(), attrs=("dtype", "shape", "device"), infer=_create_infer,
-               kernel=_create, dtypes=ALL, tolerance=EXACT, sample=_sample_create))
+               kernel=_create, dtypes=ALL, tolerance=EXACT, sample=_sample_create,
+               traits=frozenset({"byte-copy"})))

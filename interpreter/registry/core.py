@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, Literal, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol, TypeVar
 
 import ml_dtypes
 import numpy as np
@@ -17,6 +17,9 @@ from ..dtype import DType
 from ..errors import GraphShapeError, GraphTypeError, UnknownOpError
 from ..types import BufferType, TensorType, ValueType
 from ..validators import axis_problem
+
+if TYPE_CHECKING:
+    from .attrtypes import AttrType
 
 __all__ = [
     "EXACT",
@@ -29,6 +32,8 @@ __all__ = [
     "Tolerance",
     "as_results",
     "get_op",
+    "op_with",
+    "ops_with",
     "register",
     "ulp",
     "ulp_of",
@@ -169,7 +174,9 @@ def ulp_of(x: Any, dtype: Any) -> np.ndarray:
 
 EXACT = Tolerance("exact")
 
-#: The op traits (``OpDef.traits``), each with what it tells a backend or the diagnosis.
+#: The op traits (``OpDef.traits``), each with what it tells a backend, the lowering, the
+#: suite or its diagnosis. Code that needs such a fact reads the trait (``ops_with``,
+#: ``op_with``), never a list of op names (REG-1).
 TRAITS: dict[str, str] = {
     "transcendental": "computed by a libm-style approximation within its ulp budget (NUM-7): "
                       "a backend may use its own, and the diagnosis blames it on a miss",
@@ -180,6 +187,21 @@ TRAITS: dict[str, str] = {
     "nan-last-sort": "sorts stably with NaN as the largest value (numpy's order, top_k.C2): "
                      "CuPy documents its sort as stable but not where it puts NaN, so "
                      "executors running the kernel on CuPy arrays refuse it",
+    "normalization": "a softmax-style normalization along an axis, computed through exp and "
+                     "log: a backend may use its own exp within the op's REDUCE-6 bound, and "
+                     "mutation testing evaluates it at a narrower precision (CONF-105)",
+    "byte-copy": "every result element is the bytes of an operand (or buffer) element, of "
+                 "its value attribute, or zero: NaN payloads and sign bits survive (DT-6)",
+    "buffer-load": "a copy of its buffer operand's contents at its place in staging order "
+                   "(MUT-1)",
+    "buffer-store": "writes its source operand's bytes into its buffer operand, in staging "
+                    "order with the buffer's other accesses (MUT-2)",
+    "literal": "its result is its `value` attribute: Python scalars are staged as this op "
+               "(weak constants, PROMO-4)",
+    "lowering-cast": "converts its operand to its `dtype` attribute: lowering inserts it "
+                     "before a promoted operand (LOWER-1)",
+    "lowering-broadcast": "broadcasts its operand to its `shape` attribute: lowering inserts "
+                          "it before a broadcast operand (LOWER-1)",
 }
 #: The traits that keep an op on the host: an executor that runs the registry kernels on
 #: device arrays (``interpreter/arrays.py``; the GPU executor) refuses an op with one of
@@ -247,12 +269,19 @@ class OpDef:
     #: what a backend that breaks one of the op's rules computes instead, by diagnosis class
     #: (``conformance/diagnosis.py``): e.g. ``{"nan-dropped": np.fmax}`` for ``max``
     variants: Mapping[str, KernelFn] = field(default_factory=dict)
+    #: the exact Python type of an attribute whose type is not the one its name has in
+    #: ``attrtypes`` (GRAPH-21; read through ``attrtypes.attr_type``)
+    attr_types: Mapping[str, AttrType] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = self.traits - TRAITS.keys()
         if unknown:
             raise ValueError(f"op {self.name!r}: unknown traits {sorted(unknown)}; "
                              f"known: {sorted(TRAITS)}")
+        if not self.attr_types.keys() <= set(self.attrs):
+            raise ValueError(f"op {self.name!r}: attribute types for "
+                             f"{sorted(self.attr_types.keys() - set(self.attrs))}, which are "
+                             f"not among its attributes {self.attrs}")
 
     @property
     def host_only(self) -> str | None:
@@ -330,6 +359,23 @@ def register(op: OpDef) -> OpDef:
         raise ValueError(f"op {op.name!r} is registered twice")
     REGISTRY[op.name] = op
     return op
+
+
+def ops_with(trait: str) -> tuple[OpDef, ...]:
+    """The registered ops with ``trait`` (a key of ``TRAITS``), in registration order."""
+    if trait not in TRAITS:
+        raise ValueError(f"unknown trait {trait!r}; known: {sorted(TRAITS)}")
+    return tuple(op for op in REGISTRY.values() if trait in op.traits)
+
+
+def op_with(trait: str) -> OpDef:
+    """The one registered op with ``trait``: for a trait naming a role the IR gives to one
+    op (``literal``, ``lowering-cast``, ``lowering-broadcast``, ``buffer-load``)."""
+    found = ops_with(trait)
+    if len(found) != 1:
+        raise ValueError(f"trait {trait!r} is held by {len(found)} ops "
+                         f"({', '.join(op.name for op in found) or 'none'}); expected one")
+    return found[0]
 
 
 def get_op(name: str) -> OpDef:

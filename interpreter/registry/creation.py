@@ -13,6 +13,7 @@ from ..dtype import DType
 from ..errors import GraphTypeError
 from ..rounding import round_f64
 from ..types import DeviceRef, TensorType, ValueType
+from .attrtypes import NUMBER, AttrType
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL, NUMERIC
 
@@ -51,7 +52,13 @@ def _sample_constant(src: ArgSource) -> OpCall:
 
 register(OpDef("constant", summary="A tensor whose value is an attribute (stored read-only).",
                category="creation", operands=(), attrs=("value", "device"), infer=_constant_infer,
-               kernel=_constant, dtypes=ALL, tolerance=EXACT, sample=_sample_constant))
+               kernel=_constant, dtypes=ALL, tolerance=EXACT, sample=_sample_constant,
+               traits=frozenset({"literal", "byte-copy"}), attr_types={"value": AttrType(
+                   "numpy.ndarray", lambda v: type(v) is np.ndarray and not v.flags.writeable,
+                   "read-only; its dtype is the result dtype's numpy dtype "
+                   "(`DType.to_numpy()`: ml_dtypes types for bfloat16 and float8) and its "
+                   "shape the result shape; any memory layout (use "
+                   "`np.asarray`/`np.ascontiguousarray`)")}))
 
 
 def range_length(start: float, stop: float, step: float) -> int:
@@ -115,4 +122,5 @@ def _sample_range(src: ArgSource) -> OpCall:
 register(OpDef("range", summary="start + i * step for i in [0, ceil((stop - start) / step)).",
                category="creation", operands=(),
                attrs=("start", "stop", "step", "dtype", "device"), infer=_range_infer,
-               kernel=_range, dtypes=NUMERIC, tolerance=EXACT, sample=_sample_range))
+               kernel=_range, dtypes=NUMERIC, tolerance=EXACT, sample=_sample_range,
+               attr_types={"start": NUMBER, "stop": NUMBER, "step": NUMBER}))

@@ -53,7 +53,8 @@ def _sample_transfer(src: ArgSource) -> OpCall:
 
 register(OpDef("transfer", summary="A copy of a tensor on another device.", category="devices",
                operands=("x",), attrs=("device",), infer=_transfer_infer, kernel=_transfer,
-               dtypes=ALL, tolerance=EXACT, sample=_sample_transfer))
+               dtypes=ALL, tolerance=EXACT, sample=_sample_transfer,
+               traits=frozenset({"byte-copy"})))
 
 
 # -- collectives ------------------------------------------------------------------------------
@@ -128,4 +129,4 @@ register(OpDef("allgather",
                summary="Each device gets the concatenation of all operands along axis.",
                category="devices", operands=("inputs",), attrs=("axis",), infer=_allgather_infer,
                kernel=_allgather, dtypes=ALL, tolerance=EXACT, variadic=True,
-               sample=_sample_allgather, traits=frozenset({"collective"})))
+               sample=_sample_allgather, traits=frozenset({"collective", "byte-copy"})))

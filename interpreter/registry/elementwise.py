@@ -279,4 +279,4 @@ def _sample_cast(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
 register(OpDef("cast", summary="Convert each element to another dtype (round to nearest even).",
                category="elementwise-unary", operands=("x",), attrs=("dtype",), infer=_cast_infer,
                kernel=_cast, dtypes=ALL, tolerance=EXACT, unspecified=_cast_unspecified,
-               sample=_bind(_sample_cast, ALL)))
+               sample=_bind(_sample_cast, ALL), traits=frozenset({"lowering-cast"})))

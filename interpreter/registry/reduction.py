@@ -349,11 +349,11 @@ def _logsoftmax(x: Array, *, axis: int) -> Array:
 register(OpDef("softmax", summary="exp(x - max) / sum(exp(x - max)) along one axis (floats).",
                category="reduction", operands=("x",), attrs=("axis",), infer=_same_infer,
                kernel=_softmax, dtypes=FLOATS, tolerance=SOFTMAX_TOLERANCE,
-               sample=_axis_sampler(FLOATS)))
+               sample=_axis_sampler(FLOATS), traits=frozenset({"normalization"})))
 register(OpDef("logsoftmax", summary="(x - max) - log(sum(exp(x - max))) along one axis (floats).",
                category="reduction", operands=("x",), attrs=("axis",), infer=_same_infer,
                kernel=_logsoftmax, dtypes=FLOATS, tolerance=LOGSOFTMAX_TOLERANCE,
-               sample=_axis_sampler(FLOATS)))
+               sample=_axis_sampler(FLOATS), traits=frozenset({"normalization"})))
 
 
 # -- top_k --------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from ..errors import GraphTypeError
 from ..promotion import broadcast_shapes
 from ..types import ValueType
 from ..validators import int_tuple_problem, is_int, sliced_shape
+from .attrtypes import AttrType
 from .buffer import check_slices
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL, BOOL, INDEX
@@ -28,6 +29,8 @@ __all__ = [
 ]
 
 Array = Any  # a numpy array, or a CuPy array on a GPU
+#: The data-movement ops here copy element bytes (DT-6); ``pad``'s padding does not.
+_BYTE_COPY = frozenset({"byte-copy"})
 
 
 def check_shape_attr(op: OpDef, types: Sequence[ValueType], shape: object) -> tuple[int, ...]:
@@ -78,7 +81,8 @@ def _broadcast_to_sample(src: ArgSource) -> OpCall:
 register(OpDef("broadcast_to",
                summary="Stretch size-1 and missing leading dims to a target shape.",
                category="shape", operands=("x",), attrs=("shape",), infer=_broadcast_to_infer,
-               kernel=_broadcast_to, dtypes=ALL, tolerance=EXACT, sample=_broadcast_to_sample))
+               kernel=_broadcast_to, dtypes=ALL, tolerance=EXACT, sample=_broadcast_to_sample,
+               traits=frozenset({"byte-copy", "lowering-broadcast"})))
 
 
 # -- reshape -------------------------------------------------------------------------------
@@ -124,7 +128,7 @@ def _reshape_sample(src: ArgSource) -> OpCall:
 
 register(OpDef("reshape", summary="Same elements in row-major order, new shape.", category="shape",
                operands=("x",), attrs=("shape",), infer=_reshape_infer, kernel=_reshape,
-               dtypes=ALL, tolerance=EXACT, sample=_reshape_sample))
+               dtypes=ALL, tolerance=EXACT, sample=_reshape_sample, traits=_BYTE_COPY))
 
 
 # -- slice ---------------------------------------------------------------------------------
@@ -152,7 +156,7 @@ register(OpDef("slice",
                summary="Strided slice, one (start, stop, step) per axis; steps may be "
                        "negative; numpy clamping.",
                category="shape", operands=("x",), attrs=("slices",), infer=_slice_infer,
-               kernel=_slice, dtypes=ALL, tolerance=EXACT, sample=_slice_sample))
+               kernel=_slice, dtypes=ALL, tolerance=EXACT, sample=_slice_sample, traits=_BYTE_COPY))
 
 
 # -- permute -------------------------------------------------------------------------------
@@ -183,7 +187,8 @@ def _permute_sample(src: ArgSource) -> OpCall:
 
 register(OpDef("permute", summary="Reorder the axes: result axis i is input axis perm[i].",
                category="shape", operands=("x",), attrs=("perm",), infer=_permute_infer,
-               kernel=_permute, dtypes=ALL, tolerance=EXACT, sample=_permute_sample))
+               kernel=_permute, dtypes=ALL, tolerance=EXACT, sample=_permute_sample,
+               traits=_BYTE_COPY))
 
 
 # -- concat --------------------------------------------------------------------------------
@@ -227,7 +232,8 @@ def _concat_sample(src: ArgSource) -> OpCall:
 
 register(OpDef("concat", summary="Join tensors of one dtype along an existing axis.",
                category="shape", operands=("values",), attrs=("axis",), infer=_concat_infer,
-               kernel=_concat, dtypes=ALL, tolerance=EXACT, variadic=True, sample=_concat_sample))
+               kernel=_concat, dtypes=ALL, tolerance=EXACT, variadic=True, sample=_concat_sample,
+               traits=_BYTE_COPY))
 
 
 # -- split ---------------------------------------------------------------------------------
@@ -272,7 +278,7 @@ def _split_sample(src: ArgSource) -> OpCall:
 
 register(OpDef("split", summary="Cut a tensor along an axis into pieces of the given sizes.",
                category="shape", operands=("x",), attrs=("sizes", "axis"), infer=_split_infer,
-               kernel=_split, dtypes=ALL, tolerance=EXACT, sample=_split_sample))
+               kernel=_split, dtypes=ALL, tolerance=EXACT, sample=_split_sample, traits=_BYTE_COPY))
 
 
 # -- gather --------------------------------------------------------------------------------
@@ -330,7 +336,7 @@ def _gather_sample(src: ArgSource) -> OpCall:
 register(OpDef("gather", summary="Pick slices of x along an axis by integer indices (np.take).",
                category="shape", operands=("x", "indices"), attrs=("axis",), infer=_gather_infer,
                kernel=_gather, dtypes=ALL, tolerance=EXACT, operand_dtypes=(ALL, INDEX),
-               unspecified=_gather_unspecified, sample=_gather_sample))
+               unspecified=_gather_unspecified, sample=_gather_sample, traits=_BYTE_COPY))
 
 
 # -- scatter -------------------------------------------------------------------------------
@@ -402,7 +408,7 @@ register(OpDef("scatter",
                category="shape", operands=("x", "updates", "indices"), attrs=("axis",),
                infer=_scatter_infer, kernel=_scatter, dtypes=ALL, tolerance=EXACT,
                unspecified=_scatter_unspecified, sample=_scatter_sample,
-               operand_dtypes=(ALL, ALL, INDEX)))
+               operand_dtypes=(ALL, ALL, INDEX), traits=_BYTE_COPY))
 
 
 # -- select --------------------------------------------------------------------------------
@@ -442,7 +448,7 @@ register(OpDef("select",
                category="shape", operands=("condition", "x", "y"), attrs=(), infer=_select_infer,
                kernel=_select, dtypes=BOOL, tolerance=EXACT, promote=(1, 2), broadcast=True,
                sample=_select_sample, result_dtypes=ALL, operand_dtypes=(BOOL, ALL, ALL),
-               data_operand=1))
+               data_operand=1, traits=_BYTE_COPY))
 
 
 # -- pad -----------------------------------------------------------------------------------
@@ -499,7 +505,11 @@ def _pad_sample(src: ArgSource) -> OpCall:
 
 register(OpDef("pad", summary="Surround a tensor with a constant (np.pad, constant mode).",
                category="shape", operands=("x",), attrs=("paddings", "value"), infer=_pad_infer,
-               kernel=_pad, dtypes=ALL, tolerance=EXACT, sample=_pad_sample))
+               kernel=_pad, dtypes=ALL, tolerance=EXACT, sample=_pad_sample,
+               attr_types={"value": AttrType("int | float | bool",
+                                             lambda v: type(v) in (int, float, bool),
+                                             "a Python scalar, converted to the operand's "
+                                             "dtype")}))
 
 
 # -- tile ----------------------------------------------------------------------------------
@@ -522,4 +532,4 @@ def _tile_sample(src: ArgSource) -> OpCall:
 
 register(OpDef("tile", summary="Repeat the whole tensor repeats[i] times along each axis i.",
                category="shape", operands=("x",), attrs=("repeats",), infer=_tile_infer,
-               kernel=_tile, dtypes=ALL, tolerance=EXACT, sample=_tile_sample))
+               kernel=_tile, dtypes=ALL, tolerance=EXACT, sample=_tile_sample, traits=_BYTE_COPY))

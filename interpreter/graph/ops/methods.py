@@ -75,18 +75,18 @@ def _cast(self: TensorValue, dtype: DType) -> TensorValue:
 
 def install_value_methods() -> None:
     """Attach the operators (``x + 1`` is ``add``; comparisons are IEEE ops) and methods."""
-    binary: dict[str, Binary] = {
-        "add": add, "sub": sub, "mul": mul, "truediv": div, "floordiv": floor_div,
-        "mod": mod, "pow": pow, "matmul": matmul}
+    binary: dict[str, Binary] = {  # also reflected: __radd__, ...
+        "__add__": add, "__sub__": sub, "__mul__": mul, "__truediv__": div,
+        "__floordiv__": floor_div, "__mod__": mod, "__pow__": pow, "__matmul__": matmul}
     for name, op in binary.items():
-        setattr(TensorValue, f"__{name}__", _forward(op))
-        setattr(TensorValue, f"__r{name}__", _reflected(op))
+        setattr(TensorValue, name, _forward(op))
+        setattr(TensorValue, f"__r{name[2:]}", _reflected(op))
     forward_only: dict[str, Binary] = {
-        "and": logical_and, "or": logical_or, "xor": logical_xor, "eq": equal,
-        "ne": not_equal, "gt": greater, "ge": greater_equal, "lt": less, "le": less_equal,
-        "getitem": getitem}
+        "__and__": logical_and, "__or__": logical_or, "__xor__": logical_xor,
+        "__eq__": equal, "__ne__": not_equal, "__gt__": greater, "__ge__": greater_equal,
+        "__lt__": less, "__le__": less_equal, "__getitem__": getitem}
     for name, op in forward_only.items():
-        setattr(TensorValue, f"__{name}__", _forward(op))
+        setattr(TensorValue, name, _forward(op))
     TensorValue.__neg__ = negate  # type: ignore[method-assign]
     TensorValue.__abs__ = abs  # type: ignore[method-assign]
     TensorValue.__invert__ = logical_not  # type: ignore[method-assign]

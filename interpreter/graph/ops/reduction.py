@@ -5,6 +5,8 @@ Each reduces one axis (default the last) and keeps it with size 1 (REDUCE-1).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ...errors import GraphShapeError, GraphTypeError
 from ..core import TensorValue, Value
 from .elementwise import maximum, minimum
@@ -29,25 +31,28 @@ def prod(x: TensorValue, axis: int = -1) -> TensorValue:
     return stage1("reduce_prod", (x,), {"axis": axis})
 
 
-def _extreme(name: str, x: TensorValue, y: Operand | None, axis: int | None) -> TensorValue:
+def _extreme(reduction: str, pairwise: Callable[[Operand, Operand], TensorValue],
+             x: TensorValue, y: Operand | None, axis: int | None) -> TensorValue:
+    """``pairwise(x, y)`` with two operands, else the registry op ``reduction`` of ``x``."""
     if y is not None:
         if axis is not None:
+            name = reduction.removeprefix("reduce_")  # MAX's function: max, min
             raise GraphShapeError(f"{name}: Axis not allowed for elementwise {name} (two "
                                   f"operands); got axis={axis!r} [REDUCE-7]")
-        return maximum(x, y) if name == "max" else minimum(x, y)
-    return stage1(f"reduce_{name}", (x,), {"axis": -1 if axis is None else axis})
+        return pairwise(x, y)
+    return stage1(reduction, (x,), {"axis": -1 if axis is None else axis})
 
 
 def max(x: TensorValue, y: Operand | None = None, axis: int | None = None
         ) -> TensorValue:
     """``max(x, y)``: elementwise maximum; ``max(x, axis=-1)``: reduction (REDUCE-7)."""
-    return _extreme("max", x, y, axis)
+    return _extreme("reduce_max", maximum, x, y, axis)
 
 
 def min(x: TensorValue, y: Operand | None = None, axis: int | None = None
         ) -> TensorValue:
     """``min(x, y)``: elementwise minimum; ``min(x, axis=-1)``: reduction (REDUCE-7)."""
-    return _extreme("min", x, y, axis)
+    return _extreme("reduce_min", minimum, x, y, axis)
 
 
 def argmax(x: TensorValue, axis: int = -1) -> TensorValue:

@@ -10,7 +10,7 @@ import numpy as np
 from ...dtype import DType
 from ...errors import GraphTypeError
 from ...promotion import broadcast_shapes, promote_dtypes
-from ...registry import OpDef, get_op
+from ...registry import OpDef, get_op, op_with
 from ...types import DeviceRef, TensorType
 from ..core import Graph, Site, TensorValue, Value, user_location
 from ..splat import splat
@@ -36,7 +36,7 @@ DEFAULT_FLOAT = DType.float32
 DEFAULT_INT = DType.int64
 
 
-_CONSTANT = get_op("constant")
+_CONSTANT = op_with("literal")  # the op weak constants are (PROMO-4)
 _CPU = DeviceRef.CPU()
 
 #: Python and numpy scalar types staged as weak constants (PROMO-4).
