@@ -51,7 +51,8 @@ def _sample_constant(src: ArgSource) -> OpCall:
 
 register(OpDef("constant", summary="A tensor whose value is an attribute (stored read-only).",
                category="creation", operands=(), attrs=("value", "device"), infer=_constant_infer,
-               kernel=_constant, dtypes=ALL, tolerance=EXACT, sample=_sample_constant))
+               kernel=_constant, dtypes=ALL, tolerance=EXACT, sample=_sample_constant,
+               traits=frozenset({"compile-time"})))
 
 
 def range_length(start: float, stop: float, step: float) -> int:
