@@ -38,8 +38,9 @@ from interpreter.graph.core import Node
 
 from .c_preludes import CUDA_PREAMBLE, HOST_PRELUDE
 
-__all__ = ["CTYPE", "CUDA", "ENTRIES", "FLOATS", "HOST", "RANDOM", "Dialect", "Entry",
-           "cast_expr", "expression", "numpy_out", "round_double", "wide"]
+__all__ = ["CTYPE", "CUDA", "ENTRIES", "FLOATS", "HOST", "RANDOM", "SIGNED", "Call", "Dialect",
+           "Entry", "Unsupported", "cast_expr", "expression", "numpy_out", "round_double",
+           "round_float", "wide"]
 
 #: C type a value of each dtype is computed in (float16: a ``float`` holding it exactly;
 #: ``bool``: the dialect's ``bool_type``).
@@ -166,7 +167,7 @@ class Call:
     attrs: Mapping[str, Any]
 
 
-Emit = Callable[["Call"], str]
+Emit = Callable[[Call], str]
 
 
 def _arith(sym: str) -> Emit:
@@ -256,8 +257,8 @@ def _rsqrt(c: Call) -> str:
 
 
 def _gelu(c: Call) -> str:
-    return c.dialect.rounded("ec_gelu_tanh" if c.attrs.get("approximate") == "tanh" else "ec_gelu",
-                       c.d, c.args[0])
+    fn = "ec_gelu_tanh" if c.attrs.get("approximate") == "tanh" else "ec_gelu"
+    return c.dialect.rounded(fn, c.d, c.args[0])
 
 
 # -- numpy out= forms (the numpy tier) ----------------------------------------------------------
