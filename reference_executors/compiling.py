@@ -1,9 +1,10 @@
 """``CompilingExecutor``: a fusing CPU compiler for lowered graphs (spec/reference-executors.md).
 
-``compile(graph)`` lowers the graph, plans it (``compiling_plan``: maximal runs of elementwise
-ops, ``select`` and ``broadcast_to`` of one shape become one fused kernel; every other op is
-one library call; materialized values share storage by a liveness plan) and generates ONE
-Python function for the whole plan, compiled with ``compile()``. Each fused kernel is a loop
+``compile(graph)`` lowers the graph, plans it (``compiling_plan``: maximal runs of ops with
+the registry's ``fusable`` trait -- elementwise ops, ``select``, ``broadcast_to`` -- of one
+shape become one fused kernel; every other op is one library call; materialized values
+share storage by a liveness plan) and generates ONE Python function for the whole plan,
+compiled with ``compile()``. Each fused kernel is a loop
 over blocks of ``block`` elements (flat, or rows of axis 0 when an operand is broadcast):
 every member op runs on the block, writing into block-sized scratch buffers (``out=``) that
 stay in cache, so intermediates never touch memory; only the group's outputs are written
@@ -19,7 +20,8 @@ cores shared by 8 sessions, best of several runs). Two tiers:
   float32 runs ~4.5x faster than the interpreter but at ~5% of copy bandwidth.
 - the native tier (``compiling_native``, COMP-13..18): a qualifying group of at least ``NATIVE_MIN``
   elements (or ``NATIVE_MIN_FUSED`` with ``NATIVE_MIN_OPS`` ops) becomes one C loop (every op
-  inline, per-op rounding exact, vectorized by gcc, no libm call), compiled by the system ``cc``
+  inline as the C emitter's host dialect writes it, ``c_emitter``: per-op rounding exact,
+  vectorized by gcc, no libm call), compiled by the system ``cc``
   once per kernel source and cached on disk. Measured on the chain (float32): the C kernel is 4-7x
   faster than the numpy tier at every size from 1K to 256K elements, but gcc takes ~0.2 s for a
   10-op loop, ~0.5 s for 100 ops and ~7 s for 1000 (hence ``NATIVE_MAX_OPS``); from 32K elements a
@@ -34,9 +36,10 @@ cores shared by 8 sessions, best of several runs). Two tiers:
 
 Which kernel each op runs (COMP-6): an op whose registry kernel is a numpy ufunc (add, sub,
 mul, div, comparisons, logic, negate, abs, floor, ceil, round, trunc, is_nan, is_inf) calls
-that same ufunc with ``out=``, on the block; ``select`` is a branch-free bit select and
-``max``/``min`` are numpy's maximum/minimum plus a sign-bit fix (NUM-8), both byte-exact and
-7x faster than the registry's ``np.where`` forms; every other op calls its registry
+that same ufunc with ``out=``, on the block; an op whose emitter entry has a numpy ``out=``
+form runs that (``select`` as a branch-free bit select, ``max``/``min`` as numpy's
+maximum/minimum plus a sign-bit fix, NUM-8: byte-exact and 7x faster than the registry's
+``np.where`` forms); every other op calls its registry
 kernel -- its definition, as a library call -- on the block (fused) or on whole arrays (not
 fused). Nothing calls ``interpreter.evaluate``.
 
@@ -54,7 +57,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -67,10 +70,11 @@ from interpreter.graph.core import Graph, Value
 from interpreter.graph.key import structural_key
 from interpreter.graph.lowering import lowered
 from interpreter.graph.splat import is_splat
-from interpreter.registry import REGISTRY
+from interpreter.registry import REGISTRY, OpDef
 
 from . import compiling_native
-from .compiling_plan import Group, Plan, plan_graph, value_ends
+from .c_emitter import numpy_out
+from .compiling_plan import Group, Plan, broadcast_view, plan_graph, value_ends
 
 __all__ = ["BLOCK", "CACHE_SIZE", "NATIVE_MAX_OPS", "NATIVE_MIN", "NATIVE_MIN_FUSED",
            "NATIVE_MIN_OPS", "CompiledPlan", "CompilingExecutor", "native_pays"]
@@ -92,58 +96,14 @@ NATIVE_MIN_OPS = 4
 NATIVE_MAX_OPS = 128
 
 
-_UINT: dict[int, Any] = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-
-
-def _bits(dtype: np.dtype[Any]) -> Any:
-    """The unsigned integer type of ``dtype``'s width (for bit views)."""
-    return _UINT[dtype.itemsize]
-
-
-def _select_into(cond: Any, x: Any, y: Any, out: np.ndarray) -> np.ndarray:
-    """``where(cond, x, y)`` into ``out`` as a branch-free bit select (byte-exact: NaN
-    payloads and -0 kept; 7x faster than ``np.where`` on random conditions)."""
-    u = _bits(out.dtype)
-    mask = np.asarray(cond).astype(u)
-    np.negative(mask, out=mask)  # True -> all ones
-    ou, yu = out.view(u), np.asarray(y).view(u)
-    np.bitwise_xor(np.asarray(x).view(u), yu, out=ou)
-    np.bitwise_and(ou, mask, out=ou)
-    np.bitwise_xor(ou, yu, out=ou)
-    return out
-
-
-def _extreme_into(pick: np.ufunc, positive_wins: bool) -> Any:
-    """NUM-8 max/min into ``out``: numpy's maximum/minimum, then the sign bit of a pair of
-    differently signed operands is cleared (max) or set (min). That only changes the
-    result where both are zeros (a NaN result may change sign: NaN matches any NaN)."""
-
-    def kernel(x: Any, y: Any, out: np.ndarray) -> np.ndarray:
-        pick(x, y, out=out)
-        if out.dtype.kind in "fV":
-            u = _bits(out.dtype)
-            sign = u(1 << (8 * out.dtype.itemsize - 1))
-            d = np.empty(out.shape, u)  # an array also for rank 0 (ufuncs return scalars)
-            np.bitwise_xor(np.asarray(x).view(u), np.asarray(y).view(u), out=d)
-            np.bitwise_and(d, sign, out=d)
-            ou = out.view(u)
-            if positive_wins:
-                np.invert(d, out=d)
-                np.bitwise_and(ou, d, out=ou)
-            else:
-                np.bitwise_or(ou, d, out=ou)
-        return out
-
-    return kernel
-
-
-#: ops with a direct ``out=`` implementation (others: the op's ufunc or registry kernel).
-_DIRECT = {"select": _select_into, "max": _extreme_into(np.maximum, True),
-           "min": _extreme_into(np.minimum, False)}
-
-
-def _out_style(op_name: str, kernel: Any) -> bool:
-    return isinstance(kernel, np.ufunc) or op_name in _DIRECT
+def _out_form(op: OpDef) -> Callable[..., Any] | None:
+    """The op's byte-exact ``out=`` form on a block (COMP-6): its emitter entry's numpy form
+    (``select``, ``max``/``min``), else its registry kernel when that is a numpy ufunc
+    (called with ``out=``), else None (the kernel runs on the block and returns a result)."""
+    direct = numpy_out(op.name)
+    if direct is not None:
+        return direct
+    return op.kernel if isinstance(op.kernel, np.ufunc) else None
 
 
 def native_pays(size: int, ops: int) -> bool:
@@ -160,7 +120,7 @@ class _Gen:
                  threads: int = 1) -> None:
         self.plan, self.block, self.native, self.threads = plan, block, native, threads
         self.ns: dict[str, Any] = {"np": np, "asarray": np.asarray, "empty": np.empty,
-                                   "broadcast_to": np.broadcast_to,
+                                   "broadcast": np.broadcast_to,
                                    "contig": np.ascontiguousarray,
                                    "address": compiling_native.address,
                                    "parallel": compiling_native.run_parallel}
@@ -205,7 +165,7 @@ class _Gen:
 
     def node(self, pos: int) -> None:
         node = self.plan.graph.nodes[pos]
-        if node.op.name == "constant":  # evaluated once, here: a read-only array (COMP-20)
+        if "compile-time" in node.op.traits:  # evaluated once, here: read-only (COMP-20)
             value = self.ns[f"const{pos}"] = node.op.kernel(**node.attrs)
             if is_splat(value):
                 self.splats[node.results[0]] = value
@@ -234,7 +194,7 @@ class _Gen:
             emit(f"    {self.name(v)} = s{slot}")
         if size == 0 or self.native_group(g, size):
             return
-        bcast = any(nodes[p].op.name == "broadcast_to" and nodes[p].operands[0] not in g.values
+        bcast = any(broadcast_view(nodes[p]) and nodes[p].operands[0] not in g.values
                     and nodes[p].operands[0].type.shape != shape for p in g.members)
         flat = bool(shape) and not bcast
         if not shape:
@@ -261,10 +221,10 @@ class _Gen:
                 ext[v] = f"x{self.plan.ids[v]}"
                 tail = ".reshape(-1)" if flat else ""
                 emit(f"    {ext[v]} = asarray({self.name(v)}){tail}")
-            if (node.op.name == "broadcast_to" and node.operands[0] not in g.values
+            if (broadcast_view(node) and node.operands[0] not in g.values
                     and not flat and not whole):
                 r = node.results[0]
-                emit(f"    b{self.plan.ids[r]} = broadcast_to({ext[node.operands[0]]}, "
+                emit(f"    b{self.plan.ids[r]} = broadcast({ext[node.operands[0]]}, "
                      f"{shape!r})")
         for v in g.outputs:
             emit(f"    o{self.plan.ids[v]} = {self.name(v)}{'.reshape(-1)' if flat else ''}")
@@ -274,7 +234,7 @@ class _Gen:
         for idx in range(len(g.members) - 1, -1, -1):
             node = nodes[g.members[idx]]
             r = node.results[0]
-            alias = -1 if _out_style(node.op.name, node.op.kernel) else ends.get(r, idx)
+            alias = -1 if _out_form(node.op) is not None else ends.get(r, idx)
             for v in node.operands:
                 ends[v] = max(ends.get(v, -1), idx, alias)
         holding: dict[str, Value] = {}  # scratch name -> the value it holds
@@ -290,7 +250,7 @@ class _Gen:
                     free.append((name, v.type.dtype))
             args = [f"t{self.plan.ids[v]}" if v in g.values else f"{ext[v]}{at}"
                     for v in node.operands]
-            if node.op.name == "broadcast_to":
+            if broadcast_view(node):
                 src = node.operands[0]
                 if src in g.values:
                     expr = args[0]
@@ -300,7 +260,8 @@ class _Gen:
                 if r in outputs:
                     body.append(f"o{rid}{store} = t{rid}")
                 continue
-            if _out_style(node.op.name, node.op.kernel):
+            into = _out_form(node.op)
+            if into is not None:
                 if r in outputs:
                     target = f"o{rid}{at}"
                 else:
@@ -314,12 +275,8 @@ class _Gen:
                         wname = got[0]
                     holding[wname] = r
                     target = f"{wname}{sl}"
-                if node.op.name in _DIRECT:
-                    self.ns[f"k{p}"] = _DIRECT[node.op.name]
-                    body.append(f"t{rid} = k{p}({', '.join(args)}, {target})")
-                else:
-                    self.ns[f"k{p}"] = node.op.kernel
-                    body.append(f"t{rid} = k{p}({', '.join(args)}, out={target})")
+                self.ns[f"k{p}"] = into
+                body.append(f"t{rid} = k{p}({', '.join(args)}, out={target})")
                 continue
             self.ns[f"k{p}"], self.ns[f"a{p}"] = node.op.kernel, dict(node.attrs)
             body.append(f"t{rid} = k{p}({''.join(a + ', ' for a in args)}**a{p})")

@@ -1,13 +1,16 @@
 """The compiling executor's native tier: fused elementwise groups as generated C (COMP-13..).
 
-A fused group (``compiling_plan.Group``) whose members are all in ``NATIVE_OPS`` on
-``NATIVE_DTYPES``, and whose external operands are full-shape or single elements, becomes one
+A fused group (``compiling_plan.Group``) whose members all have a C expression in the C
+emitter's host dialect (``c_emitter.HOST``: the ops and ``NATIVE_DTYPES`` it can write
+without libm), and whose external operands are full-shape or single elements, becomes one
 C function: a single loop over the flat elements with every member op inline, each op
 rounding to its declared dtype (C's ``float``/``double`` arithmetic with
 ``-ffp-contract=off``, no ``-ffast-math``), integers wrapping through unsigned arithmetic
 (no signed-overflow undefined behaviour), max/min with numpy's NaN propagation and the NUM-8
 signed-zero order, ``sqrt`` as the correctly rounded instruction and ``exp`` as an inline
-range reduction plus polynomial in double (no libm call, so gcc vectorizes the loop).
+range reduction plus polynomial in double (``c_preludes.HOST_PRELUDE``: no libm call, so
+gcc vectorizes the loop). What each op computes is the emitter's; this module writes the
+loop around it, compiles and loads it.
 
 The source is compiled by the system C compiler (``cc``: ``-O3 -march=native -fPIC -shared``)
 into a shared object cached on disk under ``$XDG_CACHE_HOME/eager-conformance/native`` (or
@@ -40,14 +43,15 @@ import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from decimal import Decimal, getcontext
 from pathlib import Path
 from typing import Any
 
-from interpreter.dtype import DType
 from interpreter.graph.core import Node, Value
 
-__all__ = ["CFLAGS", "NATIVE_DTYPES", "NATIVE_OPS", "PARALLEL_MIN", "address", "build",
+from .c_emitter import HOST, expression
+from .compiling_plan import broadcast_view
+
+__all__ = ["CFLAGS", "NATIVE_DTYPES", "PARALLEL_MIN", "address", "build",
            "cache_dir", "cflags", "compiler", "group_source", "run_parallel", "usable_cpus"]
 
 CFLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-ffp-contract=off",
@@ -60,154 +64,8 @@ CFLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-std=c11", "-ffp-contract
 TUNING_FLAGS = (("-mtune-ctrl=use_gather_2parts,use_gather_4parts",)
                 if platform.machine() in ("x86_64", "AMD64") else ())
 
-_CTYPE = {DType.bool: "uint8_t", DType.int8: "int8_t", DType.int16: "int16_t",
-          DType.int32: "int32_t", DType.int64: "int64_t", DType.uint8: "uint8_t",
-          DType.uint16: "uint16_t", DType.uint32: "uint32_t", DType.uint64: "uint64_t",
-          DType.float32: "float", DType.float64: "double"}
 #: dtypes the native tier computes (float16/bfloat16/float8 keep the numpy path).
-NATIVE_DTYPES = frozenset(_CTYPE)
-_FLOATS = frozenset({DType.float32, DType.float64})
-_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
-_COMPARE = {"equal": "==", "not_equal": "!=", "greater": ">", "greater_equal": ">="}
-_LOGIC = {"logical_and": "&", "logical_or": "|", "logical_xor": "^"}
-#: ops the native tier computes (with ``broadcast_to`` of a full-shape or one-element value).
-NATIVE_OPS = frozenset({*_BINARY, *_COMPARE, *_LOGIC, "logical_not", "max", "min", "select",
-                        "cast", "negate", "abs", "sqrt", "exp", "broadcast_to"})
-
-def _exp_table() -> str:
-    """2^(j/64), j = 0..63, correctly rounded to double (50-digit decimal arithmetic)."""
-    getcontext().prec = 50
-    ln2 = Decimal(2).ln()
-    return ", ".join(float((ln2 * j / 64).exp()).hex() for j in range(64))
-
-
-# exp in double without libm (gcc vectorizes it; the table read is a gather): clamp to
-# [-746, 710] (beyond: inf or 0; NaN passes), k = rint(64 x / ln 2) by the 1.5 * 2^52 shift,
-# r = x - k ln2/64 by Cody-Waite (the high part has 35 bits, so k * hi and x - k * hi are
-# exact; |r| <= ln2/128), exp(r) - 1 by a degree-5 Taylor polynomial (truncation < 2^-54
-# relative), y = T[k mod 64] * (1 + q) as T + T * q; 2^(k div 64) is applied as two exact
-# powers of two so that the last product rounds once (overflow to inf, gradual underflow);
-# float32 inputs clamp to [-104, 89], where 2^(k div 64) * T is a normal double and goes
-# into T's exponent field, and round the double result once.
-_PRELUDE = """\
-#include <stdint.h>
-#include <string.h>
-
-static inline uint64_t ec_bits(double x) { uint64_t u; memcpy(&u, &x, 8); return u; }
-static inline double ec_from(uint64_t u) { double x; memcpy(&x, &u, 8); return x; }
-static inline uint32_t ec_bits32(float x) { uint32_t u; memcpy(&u, &x, 4); return u; }
-static inline float ec_from32(uint32_t u) { float x; memcpy(&x, &u, 4); return x; }
-
-static inline double ec_pow2(double k) {  /* 2^k for an integral k in [-1022, 1023] */
-    const double shift = 0x1.8p52;
-    return ec_from((ec_bits(k + shift) - ec_bits(shift) + 1023u) << 52);
-}
-
-static const double ec_T[64] = {TABLE};
-
-static inline double ec_exp_core(double c, int wide) {
-    /* exp(c) for c in [-746, 710]; wide: results may be subnormal or overflow in double */
-    const double shift = 0x1.8p52;
-    double kd = c * 0x1.71547652b82fep6;
-    kd = kd + shift;
-    uint64_t kb = ec_bits(kd) - ec_bits(shift);
-    kd = kd - shift;
-    double r = c - kd * 0x1.62e42fef80000p-7;
-    r = r - kd * 0x1.1cf79abc9e3b4p-42;
-    double q = 0x1.1111111111111p-7;
-    q = q * r + 0x1.5555555555555p-5;
-    q = q * r + 0x1.5555555555555p-3;
-    q = q * r + 0.5;
-    q = q * r + 1.0;
-    q = q * r;
-    if (!wide) {  /* 2^(k div 64) * T[k mod 64] is a normal double: add to its exponent */
-        double t = ec_from(ec_bits(ec_T[kb & 63u]) + (uint64_t)(((int64_t)kb >> 6) << 52));
-        return t + t * q;
-    }
-    double t = ec_T[kb & 63u];
-    double e = (kd - (double)(int64_t)(kb & 63u)) * 0x1p-6;
-    double h = e * 0.5;
-    h = h + shift;
-    h = h - shift;
-    return ((t + t * q) * ec_pow2(h)) * ec_pow2(e - h);
-}
-
-static inline double ec_exp(double x) {  /* float64 exp */
-    double c = x < 710.0 ? x : 710.0;  /* vminpd/vmaxpd: a NaN becomes 710, restored below */
-    c = c > -746.0 ? c : -746.0;
-    double y = ec_exp_core(c, 1);
-    return x != x ? x : y;
-}
-
-static inline float ec_expf(float x) {  /* float32 exp: float64 exp rounded once */
-    double c = (double)x < 89.0 ? (double)x : 89.0;  /* exp(89) > FLT_MAX */
-    c = c > -104.0 ? c : -104.0;  /* exp(-104) < 2^-150: rounds to 0 */
-    double y = ec_exp_core(c, 0);
-    return x != x ? x : (float)y;
-}
-
-""".replace("TABLE", _exp_table())
-
-
-def _wide(dtype: DType) -> str:
-    """The unsigned type integer arithmetic of ``dtype`` wraps in (no UB, no promotion)."""
-    return "uint64_t" if dtype in (DType.int64, DType.uint64) else "uint32_t"
-
-
-def _expr(node: Node, args: list[str]) -> str | None:
-    """The C expression of one member op, or None when it is outside the native tier."""
-    name, dtypes = node.op.name, {v.type.dtype for v in node.operands}
-    out = node.results[0].type.dtype
-    ct = _CTYPE.get(out)
-    if ct is None or not dtypes <= NATIVE_DTYPES or name not in NATIVE_OPS:
-        return None
-    a = args[0]
-    if name == "broadcast_to":
-        return a
-    if name == "cast":
-        return f"(uint8_t)({a} != 0)" if out is DType.bool else f"({ct})({a})"
-    if name == "select":
-        return f"({a} ? {args[1]} : {args[2]})"
-    if len(dtypes) != 1:
-        return None
-    (dt,) = dtypes
-    fl, b = dt in _FLOATS, args[1] if len(args) > 1 else ""
-    if name in _COMPARE:
-        return f"(uint8_t)({a} {_COMPARE[name]} {b})"
-    if name in _LOGIC:
-        return f"(uint8_t)({a} {_LOGIC[name]} {b})" if dt is DType.bool else None
-    if name == "logical_not":
-        return f"(uint8_t)({a} ^ 1)" if dt is DType.bool else None
-    if name in ("max", "min"):
-        gt = ">" if name == "max" else "<"
-        pick = f"((({a} {gt} {b}) | ({a} != {a})) ? {a} : {b})"
-        if not fl:
-            return pick
-        # NUM-8: equal operands (both zeros) combine their bits: max clears a differing
-        # sign bit (+0 wins), min sets it (-0 wins); equal nonzeros have equal bits
-        bits, frm = ("ec_bits32", "ec_from32") if dt is DType.float32 else ("ec_bits", "ec_from")
-        op = "&" if name == "max" else "|"
-        return f"({a} == {b} ? {frm}({bits}({a}) {op} {bits}({b})) : {pick})"
-    if name in _BINARY:
-        if fl:
-            return f"({a} {_BINARY[name]} {b})"
-        if name == "div" or dt is DType.bool:
-            return None
-        w = _wide(dt)
-        return f"({ct})(({w}){a} {_BINARY[name]} ({w}){b})"
-    if name == "negate":
-        return f"(-{a})" if fl else f"({ct})(0u - ({_wide(dt)}){a})"
-    if name == "abs":
-        if fl:
-            return f"__builtin_fabsf({a})" if dt is DType.float32 else f"__builtin_fabs({a})"
-        if dt.value.startswith("u") or dt is DType.bool:
-            return a
-        return f"({a} < 0 ? ({ct})(0u - ({_wide(dt)}){a}) : {a})"
-    if name == "sqrt" and fl:
-        return f"__builtin_sqrtf({a})" if dt is DType.float32 else f"__builtin_sqrt({a})"
-    if name == "exp" and fl:
-        return f"ec_expf({a})" if dt is DType.float32 else f"ec_exp({a})"
-    return None
+NATIVE_DTYPES = HOST.dtypes
 
 
 def group_source(nodes: Sequence[Node], members: Sequence[int], values: set[Value],
@@ -240,30 +98,23 @@ def group_source(nodes: Sequence[Node], members: Sequence[int], values: set[Valu
                 args.append(f"{ext[v]}[0]")
             elif n == size:
                 args.append(f"{ext[v]}[i]")
-            elif n == 1 and node.op.name == "broadcast_to":
+            elif n == 1 and broadcast_view(node):
                 args.append(f"{ext[v]}[0]")
             else:
                 return None
-        if v_dtype_unsupported(node):
-            return None
-        expr = _expr(node, args)
+        expr = expression(HOST, node, args)
         if expr is None:
             return None
         r = node.results[0]
         local[r] = f"t{len(local)}"
-        body.append(f"        {_CTYPE[r.type.dtype]} {local[r]} = {expr};")
+        body.append(f"        {HOST.ctype(r.type.dtype)} {local[r]} = {expr};")
     params = ["int64_t lo", "int64_t hi"]
-    params += [f"const {_CTYPE[v.type.dtype]} *restrict {name}" for v, name in ext.items()]
-    params += [f"{_CTYPE[v.type.dtype]} *restrict o{j}" for j, v in enumerate(outputs)]
+    params += [f"const {HOST.ctype(v.type.dtype)} *restrict {name}" for v, name in ext.items()]
+    params += [f"{HOST.ctype(v.type.dtype)} *restrict o{j}" for j, v in enumerate(outputs)]
     body += [f"        o{j}[i] = {local[v]};" for j, v in enumerate(outputs)]
-    src = (_PRELUDE + f"void kernel({', '.join(params)}) {{\n"
+    src = (HOST.prelude + f"void kernel({', '.join(params)}) {{\n"
            "    for (int64_t i = lo; i < hi; i++) {\n" + "\n".join(body) + "\n    }\n}\n")
     return src, list(ext), list(outputs)
-
-
-def v_dtype_unsupported(node: Node) -> bool:
-    """True when an operand or the result has a dtype outside the native tier."""
-    return any(v.type.dtype not in NATIVE_DTYPES for v in (*node.operands, *node.results))
 
 
 # -- compiler, disk and memory caches ------------------------------------------------------

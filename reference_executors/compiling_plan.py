@@ -12,17 +12,18 @@ from typing import Any
 
 from interpreter.graph.core import Graph, Node, Value
 
-__all__ = ["FUSABLE_CATEGORIES", "Group", "Plan", "Step", "fusable", "plan_graph"]
-
-#: Elementwise op categories that fuse (with ``select`` and ``broadcast_to``, COMP-2).
-FUSABLE_CATEGORIES = frozenset({"elementwise-unary", "elementwise-binary"})
+__all__ = ["Group", "Plan", "Step", "broadcast_view", "fusable", "plan_graph"]
 
 
 def fusable(node: Node) -> bool:
-    """Elementwise ops, ``select`` and ``broadcast_to`` with one tensor result fuse (COMP-2)."""
+    """Ops with the ``fusable`` trait (elementwise) and one tensor result fuse (COMP-2)."""
     op = node.op
-    return ((op.category in FUSABLE_CATEGORIES or op.name in ("select", "broadcast_to"))
-            and len(node.results) == 1 and not op.side_effect)
+    return "fusable" in op.traits and len(node.results) == 1 and not op.side_effect
+
+
+def broadcast_view(node: Node) -> bool:
+    """A ``broadcast-view`` op: it reads its operand at any shape that broadcasts (COMP-2)."""
+    return "broadcast-view" in node.op.traits
 
 
 @dataclass
@@ -63,12 +64,12 @@ def _joins(node: Node, group: Group) -> bool:
     if node.results[0].type.shape != group.shape:
         return False
     return all(v in group.values or v.type.shape == group.shape
-               or node.op.name == "broadcast_to" for v in node.operands)
+               or broadcast_view(node) for v in node.operands)
 
 
 def _starts(node: Node) -> bool:
     shape = node.results[0].type.shape
-    return node.op.name == "broadcast_to" or all(v.type.shape == shape for v in node.operands)
+    return broadcast_view(node) or all(v.type.shape == shape for v in node.operands)
 
 
 def _group_steps(graph: Graph) -> list[Step]:

@@ -202,6 +202,15 @@ TRAITS: dict[str, str] = {
                      "before a promoted operand (LOWER-1)",
     "lowering-broadcast": "broadcasts its operand to its `shape` attribute: lowering inserts "
                           "it before a broadcast operand (LOWER-1)",
+    "fusable": "elementwise: each result element is computed from the operands' elements at "
+               "its index (after broadcasting) alone, with no side effect and one result, so "
+               "a compiler may fuse it with its neighbours into one loop (COMP-2, GPU-5)",
+    "broadcast-view": "the result is operand 0 broadcast to the result's shape, no arithmetic: "
+                      "a fused loop reads the operand through a broadcast view, or at index 0 "
+                      "when it has one element (COMP-2, COMP-15)",
+    "compile-time": "the result depends on the attributes alone and is read-only: a compiler "
+                    "may evaluate the op once, when it compiles the graph, and read that array "
+                    "on every run (COMP-20)",
 }
 #: The traits that keep an op on the host: an executor that runs the registry kernels on
 #: device arrays (``interpreter/arrays.py``; the GPU executor) refuses an op with one of

@@ -53,7 +53,8 @@ def _sample_constant(src: ArgSource) -> OpCall:
 register(OpDef("constant", summary="A tensor whose value is an attribute (stored read-only).",
                category="creation", operands=(), attrs=("value", "device"), infer=_constant_infer,
                kernel=_constant, dtypes=ALL, tolerance=EXACT, sample=_sample_constant,
-               traits=frozenset({"literal", "byte-copy"}), attr_types={"value": AttrType(
+               traits=frozenset({"literal", "byte-copy", "compile-time"}),
+               attr_types={"value": AttrType(
                    "numpy.ndarray", lambda v: type(v) is np.ndarray and not v.flags.writeable,
                    "read-only; its dtype is the result dtype's numpy dtype "
                    "(`DType.to_numpy()`: ml_dtypes types for bfloat16 and float8) and its "

@@ -82,8 +82,9 @@ def _bind(sample: Sampler, dtypes: frozenset[DType]) -> Callable[[ArgSource], Op
 
 
 def _traits(tolerance: Tolerance) -> frozenset[str]:
-    """An elementwise op with an ulp budget is computed by approximation (NUM-7)."""
-    return frozenset({"transcendental"}) if tolerance.kind == "ulp" else frozenset()
+    """Elementwise ops fuse (COMP-2); one with an ulp budget is computed by approximation
+    (NUM-7)."""
+    return frozenset({"fusable", "transcendental"} if tolerance.kind == "ulp" else {"fusable"})
 
 
 def _binary(name: str, kernel: Callable[..., Array], dtypes: frozenset[DType], summary: str,
@@ -279,4 +280,4 @@ def _sample_cast(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
 register(OpDef("cast", summary="Convert each element to another dtype (round to nearest even).",
                category="elementwise-unary", operands=("x",), attrs=("dtype",), infer=_cast_infer,
                kernel=_cast, dtypes=ALL, tolerance=EXACT, unspecified=_cast_unspecified,
-               sample=_bind(_sample_cast, ALL), traits=frozenset({"lowering-cast"})))
+               sample=_bind(_sample_cast, ALL), traits=frozenset({"lowering-cast", "fusable"})))

@@ -82,7 +82,8 @@ register(OpDef("broadcast_to",
                summary="Stretch size-1 and missing leading dims to a target shape.",
                category="shape", operands=("x",), attrs=("shape",), infer=_broadcast_to_infer,
                kernel=_broadcast_to, dtypes=ALL, tolerance=EXACT, sample=_broadcast_to_sample,
-               traits=frozenset({"byte-copy", "lowering-broadcast"})))
+               traits=frozenset({"byte-copy", "lowering-broadcast", "fusable",
+                                 "broadcast-view"})))
 
 
 # -- reshape -------------------------------------------------------------------------------
@@ -448,7 +449,7 @@ register(OpDef("select",
                category="shape", operands=("condition", "x", "y"), attrs=(), infer=_select_infer,
                kernel=_select, dtypes=BOOL, tolerance=EXACT, promote=(1, 2), broadcast=True,
                sample=_select_sample, result_dtypes=ALL, operand_dtypes=(BOOL, ALL, ALL),
-               data_operand=1, traits=_BYTE_COPY))
+               data_operand=1, traits=_BYTE_COPY | {"fusable"}))
 
 
 # -- pad -----------------------------------------------------------------------------------

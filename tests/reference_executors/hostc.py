@@ -1,9 +1,10 @@
 """Compile generated CUDA kernel bodies for the host (tests only; GPU-17).
 
 A kernel body (``KernelSource.operation``) is wrapped in ``void fn(void** ins, void** outs,
-long long n)``, one loop iteration per element, with a shim for the three CUDA intrinsics
-the preamble uses, and compiled by g++ into a shared library loaded with ctypes. Inputs of
-group kernels are contiguous arrays of the output's size; the random kernels' float64
+long long n)``, one loop iteration per element, with a shim for the CUDA intrinsics the
+CUDA dialect uses (bit casts, ``__double2float_rz``), and compiled by g++ into a shared
+library loaded with ctypes. Inputs of group kernels are contiguous arrays of the output's
+size; the random kernels' float64
 parameters are scalars (one-element arrays). Results on the host check the generated
 code's logic, never CUDA's libm or NVRTC.
 """
@@ -19,7 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from reference_executors.cuda_codegen import _PHILOX, PREAMBLE, KernelSource
+from interpreter.dtype import DType
+from reference_executors.c_emitter import CUDA
+from reference_executors.c_preludes import PHILOX
+from reference_executors.cuda_codegen import PREAMBLE, KernelSource
 
 __all__ = ["CXX", "build", "run"]
 
@@ -34,6 +38,8 @@ SHIM = r"""
 using std::isnan; using std::isinf; using std::signbit;
 static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
 static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
+static inline long long __double_as_longlong(double d) { long long u; memcpy(&u, &d, 8); return u; }
+static inline double __longlong_as_double(long long u) { double d; memcpy(&d, &u, 8); return d; }
 static inline float __double2float_rz(double d) {  // round toward zero
   if (d != d) return (float)d;
   float f = (float)d;
@@ -42,10 +48,11 @@ static inline float __double2float_rz(double d) {  // round toward zero
   return f;
 }
 """
-CTYPE = {"bool": "bool", "int8": "signed char", "int16": "short", "int32": "int",
-         "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
-         "uint32": "unsigned int", "uint64": "unsigned long long", "float32": "float",
-         "float64": "double"}
+
+
+def _ctype(param: str) -> str:
+    """The C type of a CuPy parameter type (``float16`` crosses as ``uint16``)."""
+    return CUDA.ctype(DType(param))
 
 
 def _harness(fn: str, src: KernelSource) -> str:
@@ -53,12 +60,12 @@ def _harness(fn: str, src: KernelSource) -> str:
     scalars = src.name.startswith("ec_random")  # their float64 params are scalars
     for k, p in enumerate(q.split() for q in src.in_params.split(", ") if q):
         if p[0] == "raw":
-            lines.append(f"const {CTYPE[p[1]]}* {p[2]} = (const {CTYPE[p[1]]}*)ins[{k}];")
+            lines.append(f"const {_ctype(p[1])}* {p[2]} = (const {_ctype(p[1])}*)ins[{k}];")
         else:
             at = "0" if scalars else "i"
-            lines.append(f"const {CTYPE[p[0]]} {p[1]} = ((const {CTYPE[p[0]]}*)ins[{k}])[{at}];")
+            lines.append(f"const {_ctype(p[0])} {p[1]} = ((const {_ctype(p[0])}*)ins[{k}])[{at}];")
     for j, p in enumerate(q.split() for q in src.out_params.split(", ")):
-        lines.append(f"{CTYPE[p[0]]}& {p[1]} = (({CTYPE[p[0]]}*)outs[{j}])[i];")
+        lines.append(f"{_ctype(p[0])}& {p[1]} = (({_ctype(p[0])}*)outs[{j}])[i];")
     return (f'extern "C" void {fn}(void** ins, void** outs, long long n) {{\n'
             "for (long long i = 0; i < n; ++i) {\n" + "\n".join(lines) + "\n"
             + src.operation + "}}\n")
@@ -66,7 +73,7 @@ def _harness(fn: str, src: KernelSource) -> str:
 
 def build(sources: Sequence[KernelSource], directory: Path) -> Any:
     """One library with function ``k<i>`` for ``sources[i]``."""
-    code = SHIM + PREAMBLE + _PHILOX + "".join(_harness(f"k{i}", s)
+    code = SHIM + PREAMBLE + PHILOX + "".join(_harness(f"k{i}", s)
                                                for i, s in enumerate(sources))
     (directory / "k.cpp").write_text(code)
     assert CXX is not None, "no g++"

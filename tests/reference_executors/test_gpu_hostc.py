@@ -2,7 +2,7 @@
 
 Every golden kernel (each elementwise op x GPU dtype, the random kernels, the fused chain16)
 is compiled by the host C++ compiler with a small shim for the CUDA intrinsics it uses
-(``__float_as_uint``, ``__uint_as_float``, ``__double2float_rz``), one loop per kernel, and
+(bit casts, ``__double2float_rz``), one loop per kernel, and
 run over sampled values (special values paired at random) against the op's registry kernel
 within the op's ULP budget, unspecified elements masked. This checks the generated code's
 logic (rounding, NaN, signed zeros, wrap-around, Philox) on a CPU; it is not a GPU result:
@@ -24,10 +24,9 @@ from interpreter.registry import REGISTRY
 from interpreter.registry.random import largest_below
 from reference_executors.cuda_codegen import ELEMENTWISE_OPS, KernelSource
 from reference_executors.cuda_codegen import random_kernel as make_random_kernel
-from reference_executors.gpu import plan_gpu
 
 from . import hostc
-from .golden import op_graphs
+from .golden import cuda_sources, op_graphs
 from .gpu_graphs import on_device
 from .graphs import chain16
 
@@ -48,14 +47,14 @@ def _all_cases() -> dict[str, list[Case]]:
     cases: dict[str, list[Case]] = {}
     for name in sorted(ELEMENTWISE_OPS):
         for label, g in op_graphs(name):
-            (source,) = plan_gpu(g).sources()
+            (source,) = cuda_sources(g)
             cases.setdefault(name, []).append(Case("", source, g, label))
     for name in ("random_uniform", "random_normal"):
         for d in (DType.float16, DType.float32, DType.float64):
             cases.setdefault(name, []).append(Case("", make_random_kernel(name, d), None,
                                                    d.value))
     for d in (DType.float32, DType.float16):
-        (source,) = plan_gpu(on_device(chain16(N, d), DeviceRef.GPU(0))).sources()
+        (source,) = cuda_sources(on_device(chain16(N, d), DeviceRef.GPU(0)))
         cases.setdefault("chain16", []).append(Case("", source, chain16(N, d), d.value))
     k = 0
     for group in cases.values():

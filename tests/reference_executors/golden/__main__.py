@@ -1,4 +1,5 @@
-"""``python -m tests.reference_executors.golden [--update]``: check or rewrite the goldens."""
+"""``python -m tests.reference_executors.golden [--update]``: check or rewrite the goldens of
+both C dialects (``cuda/*.cu``, ``host/*.c``)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,18 @@ import sys
 
 from . import DIR, expected_files
 
+PATTERNS = ("cuda/*.cu", "host/*.c")
+
 
 def main(argv: list[str]) -> int:
     files = expected_files()
     stale = sorted(n for n, text in files.items()
                    if not (DIR / n).exists() or (DIR / n).read_text() != text)
-    extra = sorted(p.name for p in DIR.glob("*.cu") if p.name not in files)
+    extra = sorted(str(p.relative_to(DIR)) for pattern in PATTERNS for p in DIR.glob(pattern)
+                   if str(p.relative_to(DIR)) not in files)
     if "--update" in argv:
-        DIR.mkdir(parents=True, exist_ok=True)
         for n in stale:
+            (DIR / n).parent.mkdir(parents=True, exist_ok=True)
             (DIR / n).write_text(files[n])
         for n in extra:
             (DIR / n).unlink()
