@@ -102,7 +102,7 @@ def gpu_refusal(graph: Graph, device_count: int | None = None) -> str | None:
             return f"unregistered op {name!r}"
         if node.op.host_only is not None:
             return f"op {name} is not supported on the GPU: {node.op.host_only}"
-        if name != "transfer" and any(v.type.device.is_cpu()
+        if "cross-device" not in node.op.traits and any(v.type.device.is_cpu()
                                       for v in (*node.operands, *node.results)):
             return (f"{name} computes on the CPU; this executor computes on GPUs only "
                     "(CPU values may only be transferred)")
@@ -340,9 +340,9 @@ class CupyExecutor:
 
     def _run_library(self, step: LibraryStep, env: dict[Value, Any]) -> None:
         cp, node = self._cp, step.node
-        name, attrs = node.op.name, dict(node.attrs)
+        attrs = dict(node.attrs)
         operands = [env[v] for v in node.operands]
-        if name == "transfer":
+        if "cross-device" in node.op.traits:
             env[node.results[0]] = self._transfer(operands[0], attrs["device"])
             return
         with cp.cuda.Device(self._device([*node.results, *node.operands])):
@@ -372,7 +372,7 @@ class CupyExecutor:
         out = cp.empty(attrs["shape"], dtype.to_numpy())
         assert step.source is not None
         kernel = self._kernel(step.source)
-        if step.node.op.name == "random_uniform":
+        if "high" in attrs:  # random_uniform's bounds; random_normal has mean and std
             below = largest_below(float(attrs["high"]), dtype)
             kernel(seed, float(attrs["low"]), float(attrs["high"]), float(below),
                    self._bits(out))

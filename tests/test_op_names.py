@@ -4,7 +4,8 @@ For every registry op, the non-test modules under ``interpreter/``, ``conformanc
 ``reference_executors/`` whose source has a string constant equal to the op's name (outside
 ``__all__``, which lists Python functions) must be among: its registry module
 ``interpreter/registry/<family>.py``, its builder module ``interpreter/graph/ops/<family>.py``
-and, for an elementwise op, ``reference_executors/c_emitter.py``. Test modules
+and, for an op the C emitter writes code for (a ``fusable`` op or a random op),
+``reference_executors/c_emitter.py``. Test modules
 (``tests/``, ``benchmarks/``, ``conformance/test_*.py``) may name ops freely.
 """
 
@@ -74,8 +75,9 @@ def own_modules(op: OpDef) -> tuple[str, str]:
     return f"interpreter/registry/{family}.py", f"interpreter/graph/ops/{family}.py"
 
 
-def is_elementwise(op: OpDef) -> bool:
-    return op.category.startswith("elementwise") or op.broadcast
+def is_emitted(op: OpDef) -> bool:
+    """The C emitter writes code for the op: a fused expression, or a Philox kernel."""
+    return "fusable" in op.traits or op.category == "random"
 
 
 @pytest.mark.spec("REG-1")
@@ -92,7 +94,7 @@ def test_scanner_skips_all_and_sees_every_other_string() -> None:
 def test_op_name_is_written_only_in_its_entry_builder_and_c_expression(name: str) -> None:
     op = REGISTRY[name]
     registry, builder = own_modules(op)
-    allowed = {registry, builder} | ({C_EMITTER} if is_elementwise(op) else set())
+    allowed = {registry, builder} | ({C_EMITTER} if is_emitted(op) else set())
     found = naming_modules()[name]
     assert registry in found and builder in found, (
         f"the scan finds {name!r} in {sorted(found)}, not in its registry module {registry} "

@@ -202,6 +202,8 @@ TRAITS: dict[str, str] = {
                      "before a promoted operand (LOWER-1)",
     "lowering-broadcast": "broadcasts its operand to its `shape` attribute: lowering inserts "
                           "it before a broadcast operand (LOWER-1)",
+    "cross-device": "its result lives on another device than its operand (DEV-3): the one op "
+                    "an executor computes across devices, by copying",
     "fusable": "elementwise: each result element is computed from the operands' elements at "
                "its index (after broadcasting) alone, with no side effect and one result, so "
                "a compiler may fuse it with its neighbours into one loop (COMP-2, GPU-5)",

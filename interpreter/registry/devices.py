@@ -54,7 +54,7 @@ def _sample_transfer(src: ArgSource) -> OpCall:
 register(OpDef("transfer", summary="A copy of a tensor on another device.", category="devices",
                operands=("x",), attrs=("device",), infer=_transfer_infer, kernel=_transfer,
                dtypes=ALL, tolerance=EXACT, sample=_sample_transfer,
-               traits=frozenset({"byte-copy"})))
+               traits=frozenset({"byte-copy", "cross-device"})))
 
 
 # -- collectives ------------------------------------------------------------------------------
