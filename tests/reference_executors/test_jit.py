@@ -63,7 +63,7 @@ def test_default_construction_and_names(monkeypatch: pytest.MonkeyPatch) -> None
     assert isinstance(e.interpreter, InterpreterExecutor) and e.interpreter.max_ops == 7
     assert isinstance(e.compiler, CompilingExecutor)
     assert e.sync_on_interpreter_fallback is True and e.cache_size == CACHE_SIZE == 128
-    for name in ("jit", "composite"):
+    for name in ("jit", "composite", "default"):
         built = selection.build_executor(name)
         assert type(built) is JitExecutor and built.interpreter.max_ops == 7
     assert type(selection.build_executor("compile")) is CompilingExecutor
