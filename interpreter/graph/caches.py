@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from ..registry.core import OpDef
     from ..types import ValueType
 
-__all__ = ["Site", "inferred", "keep", "location_of", "site_key", "site_location",
-           "user_location"]
+__all__ = ["INFERRED", "Site", "infer_once", "keep", "location_of", "site_key",
+           "site_location", "user_location"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -107,19 +107,17 @@ def site_key(site: Site | None) -> Hashable:
 
 
 # -- 2. result types of attribute-free nodes ---------------------------------------------------
-#: (op, id of each operand type) -> (those types, the result types, needs lowering?).
-_INFERRED: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[Any, ...], bool]] = {}
+#: (op, id of each operand type) -> (those types, the result types, needs lowering?): a type
+#: rule without attributes depends on the operand types alone. ``Graph.stage`` looks a key
+#: up itself (a dict lookup: the staging hot path) and calls ``infer_once`` on a miss.
+INFERRED: dict[tuple[Any, ...], tuple[tuple[Any, ...], tuple[Any, ...], bool]] = {}
 Infer = Callable[["OpDef", list["ValueType"], dict[str, Any]],
                  tuple[tuple["ValueType", ...], bool]]
 
 
-def inferred(key: tuple[Any, ...], op: OpDef, operands: Sequence[Any], infer: Infer
-             ) -> tuple[tuple[ValueType, ...], bool]:
-    """``infer(op, operand types, {})`` for an attribute-free node on ``operands`` whose
-    ``key`` is ``(op, id of each operand's type)``: such a type rule depends on the types
-    alone, so each combination is inferred once."""
-    got = _INFERRED.get(key)
-    if got is None:
-        types = [v.type for v in operands]
-        got = keep(_INFERRED, key, (tuple(types), *infer(op, types, {})))
-    return got[1], got[2]
+def infer_once(key: tuple[Any, ...], op: OpDef, operands: Sequence[Any], infer: Infer
+               ) -> tuple[tuple[Any, ...], tuple[ValueType, ...], bool]:
+    """``INFERRED[key]``: ``infer(op, operand types, {})`` for an attribute-free node on
+    ``operands``, whose ``key`` is ``(op, id of each operand's type)``."""
+    types = [v.type for v in operands]
+    return keep(INFERRED, key, (tuple(types), *infer(op, types, {})))

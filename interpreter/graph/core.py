@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import GraphBuildError
 from ..registry.core import OpDef
 from ..types import BufferType, DeviceRef, TensorType, ValueType
-from .caches import Site, inferred, location_of, site_key, site_location, user_location
+from .caches import (
+    INFERRED,
+    Site,
+    infer_once,
+    location_of,
+    site_key,
+    site_location,
+    user_location,
+)
 from .normalize import normalized_types
 
 if TYPE_CHECKING:
@@ -199,7 +207,9 @@ class Graph(metaclass=_GraphMeta):
     ``memo`` keeps data derived from the graph until the next change."""
 
     def __init__(self, name: str, input_types: Sequence[ValueType] = ()) -> None:
-        self.version = 0
+        #: ``version`` in a one-element list: staging increases it without an attribute
+        #: assignment (which ``__setattr__`` makes slow).
+        self._version = [0]
         self.name = name
         self.inputs: list[Value] = []
         self.nodes: list[Node] = []
@@ -216,15 +226,20 @@ class Graph(metaclass=_GraphMeta):
     def __setattr__(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
         if name in _LISTS:  # assigning a list is a change
-            self.changed()
+            self._version[0] += 1
+
+    @property
+    def version(self) -> int:
+        """How many changes the graph has seen (GRAPH-13)."""
+        return self._version[0]
 
     def changed(self) -> None:
         """Record a change made in place (to a list or a node): memos are computed again."""
-        self.__dict__["version"] += 1  # not ``self.version += 1``: no ``__setattr__`` call
+        self._version[0] += 1
 
     def memo(self, name: str, compute: Callable[[Graph], T]) -> T:
         """``compute(self)``, kept in ``derived[name]`` until the graph changes (GRAPH-13)."""
-        version = self.version
+        version = self._version[0]
         got = self.derived.get(name)
         if got is not None and got[0] == version:
             value: T = got[1]
@@ -248,7 +263,7 @@ class Graph(metaclass=_GraphMeta):
                                   f"got {type!r}")
         v = Value.of(self, type)
         self.inputs.append(v)
-        self.changed()
+        self._version[0] += 1
         return v
 
     def stage(self, op: OpDef, operands: Sequence[Value], attrs: Mapping[str, Any] | None,
@@ -259,7 +274,7 @@ class Graph(metaclass=_GraphMeta):
         lowering pass makes that explicit (GRAPH-7). ``location``: where the user staged it
         (default: the first stack frame outside this package).
         """
-        key: list[Any] = [op]  # for ``inferred``: the op and the ids of the operand types
+        key: list[Any] = [op]  # the ``INFERRED`` key: the op, the ids of the operand types
         for v in operands:
             if v.graph is not self:
                 raise GraphBuildError(f"{op.name}: operand {v!r} belongs to graph "
@@ -270,13 +285,15 @@ class Graph(metaclass=_GraphMeta):
             result_types, lower = _infer(op, [v.type for v in operands], attrs)
         else:  # most nodes: the type rule depends on the operand types alone
             attrs = {}
-            result_types, lower = inferred(tuple(key), op, operands, _infer)
+            k = tuple(key)
+            got = INFERRED.get(k) or infer_once(k, op, operands, _infer)
+            result_types, lower = got[1], got[2]
         if lower:
             self.needs_lowering = True
         results = _result_values(self, result_types)
         self.nodes.append(Node(op, tuple(operands), attrs, results,
                                location or location_of(sys._getframe(1))))
-        self.__dict__["version"] += 1  # ``changed()`` inline: the staging hot path
+        self._version[0] += 1  # ``changed()`` inline: the staging hot path
         return results
 
     def append(self, op: OpDef, operands: tuple[Value, ...], attrs: dict[str, Any],
@@ -286,7 +303,7 @@ class Graph(metaclass=_GraphMeta):
         result = TensorValue(self, result_type)
         self.nodes.append(Node(op, operands, attrs, (result,),
                                location or location_of(sys._getframe(1))))
-        self.__dict__["version"] += 1  # ``changed()`` inline
+        self._version[0] += 1  # ``changed()`` inline
         return result
 
     def output(self, *values: Value) -> None:
