@@ -223,10 +223,11 @@ class Graph(metaclass=_GraphMeta):
             self.add_input(t)
 
     # -- the lists, and what is derived from them (GRAPH-13) -----------------------------
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        if name in _LISTS:  # assigning a list is a change
-            self._version[0] += 1
+    if not TYPE_CHECKING:  # type checkers would accept any attribute name after it
+        def __setattr__(self, name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+            if name in _LISTS:  # assigning a list is a change
+                self._version[0] += 1
 
     @property
     def version(self) -> int:
