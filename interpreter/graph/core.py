@@ -206,6 +206,10 @@ class Graph(metaclass=_GraphMeta):
     lowering) each increase it; whoever edits a list or a node in place calls ``changed``.
     ``memo`` keeps data derived from the graph until the next change."""
 
+    #: None until ``output`` (class defaults: an assignment goes through ``__setattr__``)
+    outputs: list[Value] | None = None
+    needs_lowering: bool = False
+
     def __init__(self, name: str, input_types: Sequence[ValueType] = ()) -> None:
         #: ``version`` in a one-element list: staging increases it without an attribute
         #: assignment (which ``__setattr__`` makes slow).
@@ -213,8 +217,6 @@ class Graph(metaclass=_GraphMeta):
         self.name = name
         self.inputs: list[Value] = []
         self.nodes: list[Node] = []
-        self.outputs: list[Value] | None = None
-        self.needs_lowering = False
         #: ``memo``'s: name -> (the version it was computed at, the value); never read by
         #: the graph itself.
         self.derived: dict[str, tuple[int, Any]] = {}
