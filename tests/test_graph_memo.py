@@ -135,3 +135,16 @@ def test_copying_a_graph_that_uses_a_value_before_defining_it_fails() -> None:
     g.changed()
     with pytest.raises(KeyError):
         copy_graph(g)
+
+
+def test_a_module_level_cache_table_is_emptied_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``graph/caches.py``: every table is bounded the same way (``keep``)."""
+    from interpreter.graph import caches
+
+    monkeypatch.setattr(caches, "SIZE", 3)
+    table: dict[int, str] = {}
+    for i in range(3):
+        assert caches.keep(table, i, str(i)) == str(i)
+    assert table == {0: "0", 1: "1", 2: "2"}
+    caches.keep(table, 9, "9")
+    assert table == {9: "9"}
