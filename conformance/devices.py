@@ -131,18 +131,13 @@ class OnDevice:
     def placed(self, graph: Graph) -> Graph:
         """The graph the executor is given: ``graph`` on ``devices[0]`` when it is all CPU.
 
-        The copy is cached on ``graph.derived`` (valid while the graph keeps its inputs,
-        nodes and outputs), so an executor that caches per graph object sees one graph."""
-        key = f"conformance.on_device.{self.device}"
-        token = [*graph.inputs, None, *graph.nodes, None, *(graph.outputs or ())]
-        cached = graph.derived.get(key)
-        if cached is not None and len(cached[0]) == len(token) \
-                and all(a is b for a, b in zip(cached[0], token, strict=True)):
-            return cached[1]
-        placed = retarget(graph, self.device) if all(d.is_cpu() for d in devices_of(graph)) \
+        The copy is kept until the graph changes (``Graph.memo``, GRAPH-13), so an executor
+        that caches per graph object sees one graph."""
+        return graph.memo(f"conformance.on_device.{self.device}", self._place)
+
+    def _place(self, graph: Graph) -> Graph:
+        return retarget(graph, self.device) if all(d.is_cpu() for d in devices_of(graph)) \
             else graph
-        graph.derived[key] = (token, placed)
-        return placed
 
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
         placed = self.placed(graph)

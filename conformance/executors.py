@@ -1,4 +1,5 @@
-"""Resolving ``--executor=module:attr.path`` into an executor object (CONF-1/2).
+"""Resolving ``--executor=module:attr.path`` (or a registered name, SEL-8) into an executor
+object (CONF-1/2).
 
 ``module:Class`` and ``module:factory`` are called with no arguments; ``module:attr.path``
 may also name a ready-made object. The result must satisfy ``interpreter.executor.Executor``;
@@ -18,6 +19,7 @@ from typing import Any
 
 from interpreter.errors import ExecutorUnavailableError
 from interpreter.executor import Executor, InterpreterExecutor
+from interpreter.selection import executor_names
 
 from .devices import OnDevice, with_devices
 
@@ -81,6 +83,14 @@ def resolve(spec: str | None) -> ResolvedExecutor:
     if not spec:
         return ResolvedExecutor(REFERENCE_SPEC, InterpreterExecutor(), "interpreter",
                                 module_version("interpreter"))
+    if ":" not in spec:  # a registered executor name (SEL-8)
+        names = executor_names()
+        target = names.get(spec.strip().lower())
+        if target is None:
+            raise ExecutorSpecError(f"--executor={spec!r}: expected 'module:Class', "
+                                    "'module:factory', 'module:attr.path' or a registered "
+                                    f"executor name ({', '.join(sorted(names))})")
+        spec = target
     module_name, sep, path = spec.partition(":")
     if not sep or not module_name or not path:
         raise ExecutorSpecError(f"--executor={spec!r}: expected 'module:Class', "

@@ -6,7 +6,7 @@ graphs, as JAX's ``eval_jaxpr``), outputs are made fresh (EXEC-5). This is the o
 debug mode (``debug.py``) and the suite's bisection observe it through ``on_node``.
 
 What the loop needs besides the nodes (which values die where) is a :class:`Plan`, computed
-once per graph state and cached, so a graph executed again pays nothing for it.
+once per graph version (``Graph.memo``), so a graph executed again pays nothing for it.
 """
 
 from __future__ import annotations
@@ -49,16 +49,12 @@ class Plan:
     result registers (``one``: the only one, or -1) and the registers it reads for the last
     time (``dead``; graph outputs never die). ``ops`` are the distinct ops (by name, first
     use first), ``off_cpu`` the off-CPU result devices (each with the first op producing a
-    value there). Valid while the graph keeps the same input, node and output lists of the
-    same lengths (staging appends; lowering and passes replace the lists)."""
+    value there). Valid until the graph changes (``plan``: ``Graph.memo``, GRAPH-13)."""
 
-    __slots__ = ("inputs", "nodes", "off_cpu", "ops", "outputs", "registers", "size", "steps",
-                 "to_return")
+    __slots__ = ("off_cpu", "ops", "registers", "steps", "to_return")
 
     def __init__(self, graph: Graph) -> None:
-        self.inputs, self.nodes, self.outputs = graph.inputs, graph.nodes, graph.outputs
         outputs = graph.outputs or []
-        self.size = (len(graph.inputs), len(graph.nodes), len(outputs))
         reg: dict[Value, int] = {v: i for i, v in enumerate(graph.inputs)}
         for node in graph.nodes:
             for r in node.results:
@@ -88,18 +84,10 @@ class Plan:
                 if r.type.device.device_type != "cpu":
                     self.off_cpu.setdefault(r.type.device, node.op.name)
 
-    def valid_for(self, graph: Graph) -> bool:
-        return (self.nodes is graph.nodes and self.outputs is graph.outputs
-                and self.inputs is graph.inputs
-                and self.size == (len(graph.inputs), len(graph.nodes), len(graph.outputs or ())))
-
 
 def plan(graph: Graph) -> Plan:
-    """The plan of ``graph`` in its current state, cached on the graph (``Graph.derived``)."""
-    p = graph.derived.get("plan")
-    if p is None or not p.valid_for(graph):
-        p = graph.derived["plan"] = Plan(graph)
-    return p
+    """The plan of ``graph`` in its current state, kept until it changes (``Graph.memo``)."""
+    return graph.memo("plan", Plan)
 
 
 def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None = None

@@ -36,27 +36,18 @@ class Executor(Protocol):
 
 
 def validate_inputs(who: str, graph: Graph, inputs: Sequence[Any]) -> None:
-    """Check count, kind, dtype, shape and writability of ``inputs`` (EXEC-7)."""
+    """Check count, kind, dtype, shape and writability of ``inputs`` (EXEC-7); the error
+    names the first input that fails, as ``who``."""
     if len(inputs) != len(graph.inputs):
         raise ExecutorInputError(f"{who}: graph {graph.name!r} expected {len(graph.inputs)} "
                                  f"inputs, got {len(inputs)} [EXEC-7]")
     numpy_dtype = NUMPY_DTYPES
     for i, v in enumerate(graph.inputs):  # by index (lengths checked): no zip(strict) cost
         a, t = inputs[i], v.type
-        if (a.__class__ is not np.ndarray or a.shape != t.shape
-                or a.dtype != numpy_dtype[t.dtype]
-                or (t.__class__ is BufferType and not a.flags.writeable)):
-            _input_error(who, graph, inputs)
-
-
-def _input_error(who: str, graph: Graph, inputs: Sequence[Any]) -> None:
-    """Raise the EXEC-7 error for the first input ``validate_inputs`` rejects."""
-    for i, v in enumerate(graph.inputs):
-        a, t = inputs[i], v.type
-        if not isinstance(a, np.ndarray):
+        if a.__class__ is not np.ndarray and not isinstance(a, np.ndarray):
             raise ExecutorInputError(f"{who}: input {i} must be a numpy.ndarray for {t}, got "
                                      f"{type(a).__name__} [EXEC-7]")
-        if a.dtype != NUMPY_DTYPES[t.dtype] or a.shape != t.shape:
+        if a.shape != t.shape or a.dtype != numpy_dtype[t.dtype]:
             raise ExecutorInputError(f"{who}: input {i} is an array of dtype {a.dtype} and "
                                      f"shape {list(a.shape)}; expected {t} [EXEC-7]")
         if t.__class__ is BufferType and not a.flags.writeable:

@@ -1,44 +1,68 @@
 """Executor selection (spec/realization.md, SEL-n): names, environment, the process default.
 
-``MAX_EAGER_EXECUTOR`` and ``MAX_INTERPRETER_MAX_OPS`` are read when the default executor is
-first needed (not at import), so a bad value fails there with a clear ``ValueError``.
-The reference executors (``reference_executors.compiling``, ``reference_executors.jit``) are
-named by string and imported only when one is built: ``interpreter/`` sits below them and
-never imports them at module level (JIT-13).
+Executors are named through the entry point group ``eager_conformance.executors`` (SEL-8):
+each entry point is a callable that builds an executor with no arguments, and the one named
+``default`` is what an unset ``MAX_EAGER_EXECUTOR`` means. Installed distributions register
+their names in their metadata (this project's ``pyproject.toml`` registers its shipped
+executors), so ``interpreter/`` names no executor outside itself; ``interpreter`` is built
+in. ``MAX_EAGER_EXECUTOR`` and ``MAX_INTERPRETER_MAX_OPS`` are read when the default
+executor is first needed (not at import), so a bad value fails there with a clear
+``ValueError``.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from collections.abc import Sequence
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 from .errors import ExecutorUnavailableError
 from .executor import Executor, InterpreterExecutor
 from .graph.core import Graph
 
-__all__ = ["EXECUTOR_NAMES", "MissingExecutor", "PreferInterpreterExecutor", "SetterContext",
-           "build_executor", "default_executor", "env_executor", "env_max_ops",
-           "set_default_executor"]
+__all__ = ["DEFAULT_NAME", "GROUP", "MissingExecutor", "PreferInterpreterExecutor",
+           "SetterContext", "build_executor", "default_executor", "env_executor",
+           "env_max_ops", "executor_names", "set_default_executor"]
 
-#: Executor names accepted by ``MAX_EAGER_EXECUTOR`` and where their classes live (SEL-3).
-EXECUTOR_NAMES: dict[str, str] = {
-    "compile": "reference_executors.compiling:CompilingExecutor",
-    "composite": "reference_executors.jit:JitExecutor",
-    "interpreter": "interpreter.executor:InterpreterExecutor",
-    "jit": "reference_executors.jit:JitExecutor",
-}
+#: The entry point group naming executors (SEL-8).
+GROUP = "eager_conformance.executors"
+#: The registered name an unset ``MAX_EAGER_EXECUTOR`` selects (SEL-3, SEL-4).
+DEFAULT_NAME = "default"
+_BUILT_IN = EntryPoint("interpreter", f"{InterpreterExecutor.__module__}:InterpreterExecutor",
+                       GROUP)
+
+
+def executor_names() -> dict[str, str]:
+    """Every executor name, registered in ``GROUP`` or built in, with its target
+    (``module:attr``), read from the installed distributions now (SEL-8)."""
+    return {name: ep.value for name, ep in _registered().items()}
+
+
+def _registered() -> dict[str, EntryPoint]:
+    found = {_BUILT_IN.name: _BUILT_IN}
+    for ep in entry_points(group=GROUP):
+        name = ep.name.strip().lower()
+        seen = found.get(name)
+        if seen is not None and seen.value != ep.value:
+            raise ValueError(f"executor name {name!r} is registered twice, as {seen.value} "
+                             f"and as {ep.value} (entry point group {GROUP!r}) [SEL-8]")
+        found[name] = ep
+    return found
 
 
 def env_executor() -> str:
-    """The executor name ``MAX_EAGER_EXECUTOR`` gives now (SEL-3); ``ValueError`` if unknown."""
+    """The executor name ``MAX_EAGER_EXECUTOR`` gives now (SEL-3): ``DEFAULT_NAME`` when it
+    is unset or blank; ``ValueError`` for a name no distribution registers."""
     raw = os.environ.get("MAX_EAGER_EXECUTOR")
-    name = "composite" if raw is None or not raw.strip() else raw.strip().lower()
-    if name not in EXECUTOR_NAMES:
-        raise ValueError(f"MAX_EAGER_EXECUTOR={raw!r}: expected one of "
-                         f"{sorted(EXECUTOR_NAMES)} [SEL-3]")
+    if raw is None or not raw.strip():
+        return DEFAULT_NAME
+    name = raw.strip().lower()
+    names = executor_names()
+    if name not in names:
+        raise ValueError(f"MAX_EAGER_EXECUTOR={raw!r}: expected one of {sorted(names)} "
+                         f"(entry point group {GROUP!r}) [SEL-3]")
     return name
 
 
@@ -48,17 +72,11 @@ def env_max_ops() -> int:
     return int(raw) if raw.isdigit() else 1024
 
 
-def _load_class(target: str) -> type[Any]:
-    module, _, name = target.partition(":")
-    cls: type[Any] = getattr(importlib.import_module(module), name)
-    return cls
-
-
 class MissingExecutor:
-    """Stands in for a named executor whose class cannot be imported (SEL-5).
+    """Stands in for a named executor that cannot be imported or cannot run here (SEL-5).
 
-    The import is retried at every ``execute``; while it fails, ``execute`` raises
-    ``ExecutorUnavailableError`` naming the executor, the class and the reason."""
+    It is built again at every ``execute``; while that fails, ``execute`` raises
+    ``ExecutorUnavailableError`` naming the executor, its target and the reason."""
 
     def __init__(self, name: str, target: str, reason: str) -> None:
         self.name, self.target, self.reason = name, target, reason
@@ -72,34 +90,31 @@ class MissingExecutor:
             built = build_executor(self.name)
             if isinstance(built, MissingExecutor):
                 raise ExecutorUnavailableError(
-                    f"executor {self.name!r} is not available: {self.target} cannot be "
-                    f"imported ({built.reason}) [SEL-5]")
+                    f"executor {self.name!r} is not available: {self.target} "
+                    f"{built.reason} [SEL-5]")
             self._resolved = built
         result: Sequence[Any] = self._resolved.execute(graph, inputs)
         return result
 
 
 def build_executor(name: str) -> Any:
-    """A new executor for a ``MAX_EAGER_EXECUTOR`` name (SEL-3, SEL-4, SEL-5).
-
-    ``interpreter``: ``InterpreterExecutor()`` (no op limit); ``compile``: the compiling
-    executor; ``composite``/``jit``: the JIT executor around
-    ``InterpreterExecutor(max_ops=MAX_INTERPRETER_MAX_OPS)``. A class that cannot be
-    imported gives a ``MissingExecutor``.
-    """
-    if name not in EXECUTOR_NAMES:
+    """A new executor for a registered name (SEL-3, SEL-5, SEL-8): its entry point's target
+    called with no arguments (``interpreter``: ``InterpreterExecutor()``, no op limit). A
+    target that cannot be imported, or whose constructor raises
+    ``ExecutorUnavailableError``, gives a ``MissingExecutor``."""
+    registered = _registered()
+    ep = registered.get(name)
+    if ep is None:
         raise ValueError(f"unknown executor name {name!r}: expected one of "
-                         f"{sorted(EXECUTOR_NAMES)} [SEL-3]")
-    if name == "interpreter":
-        return InterpreterExecutor()
-    target = EXECUTOR_NAMES[name]
+                         f"{sorted(registered)} (entry point group {GROUP!r}) [SEL-3]")
     try:
-        cls = _load_class(target)
+        factory = ep.load()
     except (ImportError, AttributeError) as e:
-        return MissingExecutor(name, target, f"{type(e).__name__}: {e}")
-    if name == "compile":
-        return cls()
-    return cls(interpreter=InterpreterExecutor(max_ops=env_max_ops()))
+        return MissingExecutor(name, ep.value, f"cannot be imported ({type(e).__name__}: {e})")
+    try:
+        return factory()
+    except ExecutorUnavailableError as e:
+        return MissingExecutor(name, ep.value, f"cannot run here ({e})")
 
 
 class PreferInterpreterExecutor:
@@ -127,9 +142,15 @@ _default: Any = None
 
 
 def _initial_default() -> Any:
-    e = build_executor(env_executor())
-    if isinstance(e, MissingExecutor) and os.environ.get("MAX_EAGER_EXECUTOR") is None:
-        return InterpreterExecutor(max_ops=None)  # SEL-4: until the JIT executor exists
+    """The executor ``MAX_EAGER_EXECUTOR`` names; unset, the one registered as
+    ``DEFAULT_NAME``, or while none can be built, ``InterpreterExecutor(max_ops=None)`` (SEL-4)."""
+    name = env_executor()
+    unset = os.environ.get("MAX_EAGER_EXECUTOR") is None
+    if unset and DEFAULT_NAME not in executor_names():
+        return InterpreterExecutor(max_ops=None)
+    e = build_executor(name)
+    if unset and isinstance(e, MissingExecutor):
+        return InterpreterExecutor(max_ops=None)
     return e
 
 

@@ -2,11 +2,12 @@
 
 * ``compiling.CompilingExecutor``: a fusing CPU compiler (COMP-n); ``MAX_EAGER_EXECUTOR=compile``.
 * ``jit.JitExecutor`` (``CompositeExecutor``): interprets while the compile runs in the
-  background, then serves the compiled plan (JIT-n); the default (``composite``, ``jit``).
-
-``interpreter.selection`` resolves the names ``compile``, ``jit`` and ``composite`` to these
-classes lazily, so ``interpreter`` never imports this package at module level.
-
+  background, then serves the compiled plan (JIT-n); the default (``default``,
+  ``composite``, ``jit``).
 * ``gpu.CupyExecutor``: GPU-placed graphs with CuPy, one generated CUDA kernel per fused
-  chain (GPU-n; extra ``gpu``; untested on hardware as of 2026-12-01).
+  chain (GPU-n; extra ``gpu``; untested on hardware as of 2026-12-01); ``gpu``.
+
+These names are entry points of the group ``eager_conformance.executors``, declared in
+``pyproject.toml`` (SEL-8): ``interpreter.selection`` finds them in the installed metadata,
+so ``interpreter`` never imports or names this package (JIT-13).
 """

@@ -2,8 +2,8 @@
 
 ``JitExecutor`` keeps, per instance, an LRU cache (``CACHE_SIZE`` entries) of compile
 entries keyed by the graph's structural key (``interpreter.graph.key``, JIT-2). The first
-sight of a structure submits one compile of a snapshot of the graph (its text, taken before
-anything runs and parsed by the compiling thread) to a background worker once the
+sight of a structure submits one compile of a snapshot of the graph (its structural copy,
+``copy_graph``, taken before anything runs) to a background worker once the
 interpreter has served that first call (so the compile does not slow it down); while it is
 pending the interpreter serves the calls; once it has landed the compiled plan serves every
 call without touching the interpreter. A graph the interpreter refuses waits for its
@@ -25,6 +25,7 @@ from typing import Any
 from interpreter.errors import UnsupportedGraphError
 from interpreter.executor import InterpreterExecutor, validate_inputs
 from interpreter.graph import Graph
+from interpreter.graph.copy import copy_graph
 from interpreter.graph.key import structural_key
 from interpreter.types import BufferType
 
@@ -45,8 +46,8 @@ def may_mutate(graph: Graph) -> bool:
 class _Entry:
     """One structure's compile: runs at most once, on whichever thread gets there first."""
 
-    def __init__(self, text: str) -> None:
-        self._text: str | None = text  # the graph as given; parsed by whoever compiles
+    def __init__(self, snapshot: Graph) -> None:
+        self._snapshot: Graph | None = snapshot  # the graph as given, dropped once compiled
         self._lock = threading.Lock()
         self.done = False
         self.plan: Any = None
@@ -62,11 +63,11 @@ class _Entry:
             with self._lock:
                 if not self.done:
                     try:
-                        self.plan = compiler.compile(Graph.parse(self._text or ""))
+                        self.plan = compiler.compile(self._snapshot)
                         self.run = getattr(self.plan, "run_validated", self.plan.run)
                     except Exception as e:  # sticky: kept and re-raised, never recompiled
                         self.error = e
-                    self._text = None
+                    self._snapshot = None
                     self.done = True
         if self.error is not None:
             raise self.error
@@ -157,7 +158,7 @@ class JitExecutor:
                 self._last = (key, entry)
                 return entry, False
             # the compile sees the graph as given, whatever the interpreter does to it
-            entry = self._cache[key] = _Entry(graph.to_text())
+            entry = self._cache[key] = _Entry(copy_graph(graph))
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)[1].evicted = True
             self._last = (key, entry)

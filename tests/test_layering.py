@@ -1,4 +1,5 @@
-"""Layering of ``interpreter/``: every module imports alone, and no import cycle exists.
+"""Layering of ``interpreter/``: every module imports alone, no import cycle exists, and
+nothing in it refers to ``reference_executors/`` (SEL-8, JIT-13).
 
 An import cycle is a module that imports (directly or through others; at module level or
 inside a function) a module that imports it back. Imports under ``if TYPE_CHECKING:`` are
@@ -12,6 +13,7 @@ import ast
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,63 @@ def test_functional_lists_every_graph_op_explicitly() -> None:
     missing = [n for n in ops.__all__ if n not in F.__all__ or not callable(getattr(F, n))]
     assert missing == []
     assert not hasattr(F, "__getattr__")
+
+
+def registered_targets() -> set[str]:
+    """The modules and attributes this project registers as executors (``pyproject.toml``,
+    SEL-8), with the packages above those modules: what ``interpreter/`` must not name."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names: set[str] = set()
+    for value in project["entry-points"]["eager_conformance.executors"].values():
+        module, _, attr = value.partition(":")
+        parts = module.split(".")
+        names.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        names.add(attr.split(".")[0])
+    return {n for n in names if not n.startswith("interpreter")}
+
+
+def upward_references(source: str, names: set[str]) -> list[str]:
+    """Imports of a module in ``names`` (or below it) and string literals containing one of
+    ``names``, as ``line: what`` (imports inside functions and ``TYPE_CHECKING`` count)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            mods = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            mods = [node.module or ""]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            hits = sorted(n for n in names if n in node.value)
+            if hits:
+                found.append(f"{node.lineno}: string naming {', '.join(hits)}")
+            continue
+        else:
+            continue
+        for m in mods:
+            if m.split(".")[0] in names:
+                found.append(f"{node.lineno}: import {m}")
+    return found
+
+
+def test_the_upward_reference_scanner_sees_imports_and_strings() -> None:
+    source = ("import numpy\n"
+              "def f():\n"
+              "    from reference_executors.jit import JitExecutor\n"
+              "    import reference_executors\n"
+              "    return 'reference_executors.compiling:CompilingExecutor', 'compile'\n")
+    names = registered_targets()
+    assert {"reference_executors", "reference_executors.jit", "JitExecutor",
+            "CompilingExecutor", "CupyExecutor"} <= names
+    assert upward_references(source, names) == [
+        "3: import reference_executors.jit", "4: import reference_executors",
+        "5: string naming CompilingExecutor, reference_executors, "
+        "reference_executors.compiling"]
+
+
+@pytest.mark.spec("SEL-8", "JIT-13")
+def test_interpreter_neither_imports_nor_names_reference_executors() -> None:
+    """``interpreter/`` sits below the executors it can select: it finds them through the
+    entry point group, never by an import or a string (a module path or a class name)."""
+    names = registered_targets()
+    found = [f"{path.relative_to(ROOT)}:{hit}" for path, _ in MODULES.values()
+             for hit in upward_references(path.read_text(), names)]
+    assert found == []

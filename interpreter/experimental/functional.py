@@ -31,10 +31,10 @@ from ..registry.core import OpDef, get_op
 from ..types import DeviceRef
 from .context import CURRENT, realization_context
 from .distributed import collective, distribute, gather_to
-from .eager_memo import memoizable
+from .fastpaths import call, call_op, memoizable
 from .mesh import DeviceMapping, DeviceMesh
 from .realization_context import LazyRealizationContext, implicit_context
-from .staging import buffer_in, call, call_op, value_in
+from .staging import buffer_in, value_in
 from .tensor import Tensor
 
 _DEFAULT_DTYPE = DType.float32

@@ -347,29 +347,20 @@ def distributed_error(t: Tensor) -> RealizationError:
 
 
 def check_results(ex: Any, graph: Graph, results: Any) -> None:
-    """Count, kind, dtype and shape of every returned buffer (REAL-35)."""
+    """Count, kind, dtype and shape of every returned buffer (REAL-35); the error names the
+    first that fails."""
     outs = graph.outputs or []
+    name = type(ex).__name__
     if len(results) != len(outs):
-        raise ExecutorResultError(f"{type(ex).__name__}.execute returned {len(results)} "
-                                  f"outputs for graph {graph.name!r}, which declares "
-                                  f"{len(outs)} [REAL-35]")
+        raise ExecutorResultError(f"{name}.execute returned {len(results)} outputs for graph "
+                                  f"{graph.name!r}, which declares {len(outs)} [REAL-35]")
     numpy_dtype = NUMPY_DTYPES
     for i, v in enumerate(outs):  # by index (lengths checked): no zip(strict) cost
         r, t = results[i], v.type
-        if (r.__class__ is not np.ndarray or r.shape != t.shape
-                or r.dtype != numpy_dtype[t.dtype]):
-            _result_error(ex, graph, results)
-
-
-def _result_error(ex: Any, graph: Graph, results: Any) -> None:
-    """Raise the REAL-35 error for the first result ``check_results`` rejects."""
-    name = type(ex).__name__
-    for i, (r, v) in enumerate(zip(results, graph.outputs or [], strict=True)):
-        t = v.type
-        if r.__class__ is not np.ndarray:
+        if r.__class__ is not np.ndarray and not isinstance(r, np.ndarray):
             raise ExecutorResultError(f"{name}.execute: output {i} is a {type(r).__name__}, "
                                       f"expected a numpy.ndarray for {t} [REAL-35]")
-        if r.dtype != NUMPY_DTYPES[t.dtype] or r.shape != t.shape:
+        if r.shape != t.shape or r.dtype != numpy_dtype[t.dtype]:
             raise ExecutorResultError(f"{name}.execute: output {i} has dtype {r.dtype} and "
                                       f"shape {list(r.shape)}; the graph declares {t} "
                                       "[REAL-35]")

@@ -2,7 +2,8 @@
 
 ``call(fn, args, kwargs)`` runs a graph-building function on tensors: tensor arguments become
 graph values of the current context (or of an implicit one, realized on return when eager),
-graph values returned become unrealized tensors of that context.
+graph values returned become unrealized tensors of that context. This is the plain path;
+``fastpaths`` gives the same results with less work for operators and repeated eager ops.
 """
 
 from __future__ import annotations
@@ -12,15 +13,12 @@ from typing import Any
 
 from ..errors import RealizationError
 from ..graph import ops
-from ..graph.core import CURRENT_GRAPH, BufferValue, Site, TensorValue, Value
-from ..graph.ops.staging import stage_op
-from ..registry.core import OpDef
-from . import eager_memo
+from ..graph.core import CURRENT_GRAPH, BufferValue, TensorValue, Value
 from .context import CURRENT, RealizationState, realize_context
 from .realization_context import distributed_error, implicit_context
 from .tensor import Tensor
 
-__all__ = ["buffer_in", "call", "call_op", "stage_in", "value_in"]
+__all__ = ["buffer_in", "call", "call_implicit", "stage_in", "value_in"]
 
 
 def _source(t: Tensor, ctx: Any) -> Value:
@@ -116,54 +114,29 @@ def stage_in(ctx: Any, fn: Callable[..., Any], args: Sequence[Any],
     return _wrap(out, ctx)
 
 
-def call_op(op: OpDef, build: Callable[..., Any], args: Sequence[Any],
-            location: Site | None) -> Tensor:
-    """Registry op ``op`` on ``args`` (tensors and Python scalars), staged by the user at
-    ``location`` (the path of ``Tensor``'s operators). In a context: straight into its
-    graph, without ``stage_in``'s layers; outside any: ``call(build, ...)``, with ``build``
-    the graph builder staging just ``op`` (so the eager-op memo applies, REAL-49)."""
-    ctx = CURRENT.get(None)
-    if ctx is None:
-        return call(build, args, None, location)
-    vals: list[Any] = []
-    scalars = False
-    for a in args:  # a loop, not a comprehension: no function frame on the hottest path
-        if a.__class__ is Tensor:
-            vals.append(value_in(a, ctx))
-        else:
-            vals.append(a)
-            scalars = True
-    if scalars:  # Python scalars become weak constants (PROMO-4)
-        (v,) = stage_op(op, vals, None, location)
-    else:
-        (v,) = ctx.graph.stage(op, vals, None, location)
-    return ctx.create_unrealized((v,))
-
-
-def call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None = None,
-         location: Site | None = None) -> Any:
-    """Stage ``fn`` in the current context, or in an implicit one realized on return: for
-    a ``memoizable`` graph builder, the graph kept by the eager-op memo when the call's
-    signature was seen before (REAL-49). ``location``: the user's call site, when the
-    caller knows it (else found on the stack)."""
+def call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None = None
+         ) -> Any:
+    """Stage ``fn`` in the current context, or in an implicit one realized on return."""
     ctx = CURRENT.get(None)
     if ctx is not None:
         return stage_in(ctx, fn, args, kwargs)
-    sig = eager_memo.signature(fn, args, kwargs, location)
-    if sig is not None and sig.memo is not None:
-        return eager_memo.replay(sig)
+    return call_implicit(fn, args, kwargs)[0]
+
+
+def call_implicit(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None,
+                  track: bool = False) -> tuple[Any, Any, list[Tensor]]:
+    """Stage ``fn`` in an implicit context (REAL-17) and realize it when eager: its result,
+    the context and (``track``) the tensors it still computed before realizing."""
     ctx = implicit_context()
     ctx.__enter__()
     token = CURRENT.set(ctx)
     try:
         out = stage_in(ctx, fn, args, kwargs)
-        tracked = ctx.tracked() if sig is not None else []
+        tracked = ctx.tracked() if track else []
     except BaseException as e:
         CURRENT.reset(token)
         ctx.__exit__(type(e), e, e.__traceback__)
         raise
     CURRENT.reset(token)
     ctx.__exit__(None, None, None)
-    if sig is not None:
-        eager_memo.remember(sig, ctx, out, tracked)
-    return out
+    return out, ctx, tracked

@@ -8,14 +8,22 @@ input or by a node result.
 from __future__ import annotations
 
 import sys
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar, Token
-from types import CodeType, FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import GraphBuildError
 from ..registry.core import OpDef
 from ..types import BufferType, DeviceRef, TensorType, ValueType
+from .caches import (
+    INFERRED,
+    Site,
+    infer_once,
+    location_of,
+    site_key,
+    site_location,
+    user_location,
+)
 from .normalize import normalized_types
 
 if TYPE_CHECKING:
@@ -26,70 +34,9 @@ __all__ = ["CURRENT_GRAPH", "BufferValue", "Graph", "Node", "Site", "TensorValue
 
 #: The graph being built by the innermost ``with Graph(...)`` of this thread/task.
 CURRENT_GRAPH: ContextVar[Graph | None] = ContextVar("current_graph", default=None)
-#: id(code object) -> (that code object, defined inside this package?). Keyed by id: hashing
-#: a code object hashes its bytecode (~11 us for a 2000-line function).
-_INTERNAL_CODE: dict[int, tuple[CodeType, bool]] = {}
-
-
-#: Where the user staged a node: the frame's ``(code object, bytecode offset)`` as recorded
-#: while staging (no line number computed: ``f_lineno`` scans the code's line table, ~16 us
-#: at line 2000 of a function), or an already known ``(file, line)``; ``site_location``
-#: turns either into ``(file, line)``.
-Site = tuple[Any, int]
-#: (id(code), offset) -> (code, line), filled when a location is shown
-_LINES: dict[tuple[int, int], tuple[CodeType, int]] = {}
-_LINES_SIZE = 4096
-
-
-def location_of(frame: FrameType | None) -> Site | None:
-    """The site of ``frame``, or of the first frame below it that is outside this package
-    (where the user staged an op)."""
-    internal = _INTERNAL_CODE.get
-    f = frame
-    while f is not None:
-        code = f.f_code
-        got = internal(id(code))
-        if got is None or got[0] is not code:
-            if len(_INTERNAL_CODE) >= _LINES_SIZE:  # code made at run time (exec, notebooks)
-                _INTERNAL_CODE.clear()
-            mod = f.f_globals.get("__name__", "")
-            got = _INTERNAL_CODE[id(code)] = (
-                code, mod == "interpreter" or mod.startswith("interpreter."))
-        if not got[1]:
-            return (code, f.f_lasti)
-        f = f.f_back
-    return None
-
-
-def user_location() -> Site | None:
-    """The site of the first stack frame outside this package (recorded per staged op);
-    the search starts at the caller's caller."""
-    return location_of(sys._getframe(2))
-
-
-def site_location(site: Site | None) -> tuple[str, int] | None:
-    """``(file, line)`` of a site (None: unknown)."""
-    if site is None:
-        return None
-    code, where = site
-    if not isinstance(code, CodeType):
-        return site  # already (file, line)
-    got = _LINES.get((id(code), where))
-    if got is None or got[0] is not code:
-        line = next((ln for start, end, ln in code.co_lines() if start <= where < end
-                     and ln is not None), code.co_firstlineno)
-        if len(_LINES) >= _LINES_SIZE:
-            _LINES.clear()
-        got = _LINES[(id(code), where)] = (code, line)
-    return (code.co_filename, got[1])
-
-
-def site_key(site: Site | None) -> Hashable:
-    """A site as a cheap dictionary key: a code object by its id (hashing one hashes its
-    bytecode). Whoever keeps the key must keep the site too, so the id stays that code's."""
-    if site is not None and isinstance(site[0], CodeType):
-        return (id(site[0]), site[1])
-    return site
+T = TypeVar("T")
+#: The attributes whose assignment is a change of the graph (GRAPH-13).
+_LISTS = frozenset({"inputs", "nodes", "outputs"})
 
 
 class Value:
@@ -233,22 +180,6 @@ def _infer(op: OpDef, types: list[ValueType], attrs: dict[str, Any]
     return tuple(op.infer(op, norm, attrs)), norm is not types
 
 
-#: ``_infer`` of attribute-free nodes by (op, ids of the operand types), with those types:
-#: held by the entry, so no other object has their ids while it is cached.
-_INFERRED: dict[tuple[Any, ...], tuple[tuple[ValueType, ...], tuple[ValueType, ...], bool]] = {}
-_INFERRED_SIZE = 4096
-
-
-def _remember_inferred(op: OpDef, types: list[ValueType]
-                       ) -> tuple[tuple[ValueType, ...], tuple[ValueType, ...], bool]:
-    """``_infer`` of an attribute-free node, kept in ``_INFERRED``."""
-    got = (tuple(types), *_infer(op, types, {}))
-    if len(_INFERRED) >= _INFERRED_SIZE:
-        _INFERRED.clear()
-    _INFERRED[(op, *map(id, types))] = got
-    return got
-
-
 def _result_values(graph: Graph, types: Sequence[ValueType]) -> tuple[Value, ...]:
     """New values of ``graph`` for a node's results (most nodes: one tensor)."""
     if len(types) == 1 and types[0].__class__ is TensorType:
@@ -268,20 +199,57 @@ class _GraphMeta(type):
 
 
 class Graph(metaclass=_GraphMeta):
-    """A computation graph: ``with Graph("g", input_types=[...]) as g: ...; g.output(...)``."""
+    """A computation graph: ``with Graph("g", input_types=[...]) as g: ...; g.output(...)``.
+
+    ``version`` counts the changes of its input, node and output lists (GRAPH-13): staging,
+    ``add_input``, ``output`` and assigning ``inputs``, ``nodes`` or ``outputs`` (passes,
+    lowering) each increase it; whoever edits a list or a node in place calls ``changed``.
+    ``memo`` keeps data derived from the graph until the next change."""
+
+    #: None until ``output`` (class defaults: an assignment goes through ``__setattr__``)
+    outputs: list[Value] | None = None
+    needs_lowering: bool = False
 
     def __init__(self, name: str, input_types: Sequence[ValueType] = ()) -> None:
+        #: ``version`` in a one-element list: staging increases it without an attribute
+        #: assignment (which ``__setattr__`` makes slow).
+        self._version = [0]
         self.name = name
         self.inputs: list[Value] = []
         self.nodes: list[Node] = []
-        self.outputs: list[Value] | None = None
-        self.needs_lowering = False
-        #: Data derived from the graph by its users, cached here with what they need to tell
-        #: it is still valid (``evaluate.plan``); never read by the graph itself.
-        self.derived: dict[str, Any] = {}
+        #: ``memo``'s: name -> (the version it was computed at, the value); never read by
+        #: the graph itself.
+        self.derived: dict[str, tuple[int, Any]] = {}
         self._tokens: list[Token[Graph | None]] = []
         for t in input_types:
             self.add_input(t)
+
+    # -- the lists, and what is derived from them (GRAPH-13) -----------------------------
+    if not TYPE_CHECKING:  # type checkers would accept any attribute name after it
+        def __setattr__(self, name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+            if name in _LISTS:  # assigning a list is a change
+                self._version[0] += 1
+
+    @property
+    def version(self) -> int:
+        """How many changes the graph has seen (GRAPH-13)."""
+        return self._version[0]
+
+    def changed(self) -> None:
+        """Record a change made in place (to a list or a node): memos are computed again."""
+        self._version[0] += 1
+
+    def memo(self, name: str, compute: Callable[[Graph], T]) -> T:
+        """``compute(self)``, kept in ``derived[name]`` until the graph changes (GRAPH-13)."""
+        version = self._version[0]
+        got = self.derived.get(name)
+        if got is not None and got[0] == version:
+            value: T = got[1]
+            return value
+        value = compute(self)
+        self.derived[name] = (version, value)
+        return value
 
     # -- building --------------------------------------------------------------------
     def __enter__(self) -> Graph:
@@ -298,6 +266,7 @@ class Graph(metaclass=_GraphMeta):
                                   f"got {type!r}")
         v = Value.of(self, type)
         self.inputs.append(v)
+        self._version[0] += 1
         return v
 
     def stage(self, op: OpDef, operands: Sequence[Value], attrs: Mapping[str, Any] | None,
@@ -308,7 +277,7 @@ class Graph(metaclass=_GraphMeta):
         lowering pass makes that explicit (GRAPH-7). ``location``: where the user staged it
         (default: the first stack frame outside this package).
         """
-        key: list[Any] = [op]  # the _INFERRED key, built while checking the operands
+        key: list[Any] = [op]  # the ``INFERRED`` key: the op, the ids of the operand types
         for v in operands:
             if v.graph is not self:
                 raise GraphBuildError(f"{op.name}: operand {v!r} belongs to graph "
@@ -317,15 +286,17 @@ class Graph(metaclass=_GraphMeta):
         if attrs:
             attrs = dict(attrs)
             result_types, lower = _infer(op, [v.type for v in operands], attrs)
-        else:  # most nodes: a type rule depends on the operand types alone, seen before
+        else:  # most nodes: the type rule depends on the operand types alone
             attrs = {}
-            got = _INFERRED.get(tuple(key)) or _remember_inferred(op, [v.type for v in operands])
+            k = tuple(key)
+            got = INFERRED.get(k) or infer_once(k, op, operands, _infer)
             result_types, lower = got[1], got[2]
         if lower:
             self.needs_lowering = True
         results = _result_values(self, result_types)
         self.nodes.append(Node(op, tuple(operands), attrs, results,
                                location or location_of(sys._getframe(1))))
+        self._version[0] += 1  # ``changed()`` inline: the staging hot path
         return results
 
     def append(self, op: OpDef, operands: tuple[Value, ...], attrs: dict[str, Any],
@@ -335,6 +306,7 @@ class Graph(metaclass=_GraphMeta):
         result = TensorValue(self, result_type)
         self.nodes.append(Node(op, operands, attrs, (result,),
                                location or location_of(sys._getframe(1))))
+        self._version[0] += 1  # ``changed()`` inline
         return result
 
     def output(self, *values: Value) -> None:
@@ -348,7 +320,7 @@ class Graph(metaclass=_GraphMeta):
             if isinstance(v, BufferValue):
                 raise GraphBuildError(f"graph {self.name!r}: a buffer cannot be an output; "
                                       "output buffer_load(buffer) instead [GRAPH-6]")
-        self.outputs = list(values)
+        self.outputs = list(values)  # a change (GRAPH-13)
 
     # -- introspection ---------------------------------------------------------------
     @property

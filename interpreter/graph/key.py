@@ -6,10 +6,9 @@ with its kind; floats by their bits, arrays by ``splat.array_key``: dtype, shape
 or, when large, a sha256 digest) and result types, then the output positions. Two graphs
 with equal keys are the same computation; the name and source locations are not part of
 it. It is what the text form's ``structural_hash`` (TEXT-7) identifies, without rendering
-text, so executors can key their caches with it on every call. Cached on the graph
-(``Graph.derived``) while its input, node and output lists stay the same;
-``fresh_structural_key(graph)`` computes it afresh, for callers that must see an in-place
-edit of a node (EXEC-15).
+text, so executors can key their caches with it on every call. Kept on the graph until it
+changes (``Graph.memo``, GRAPH-13); ``fresh_structural_key(graph)`` computes it afresh, for
+callers that must see an in-place edit of a node (EXEC-15).
 """
 
 from __future__ import annotations
@@ -110,25 +109,21 @@ def key_nodes(key: tuple[Hashable, ...]) -> tuple[Any, list[tuple[Any, ...]], An
 
 
 def fresh_structural_key(graph: Graph) -> tuple[Hashable, ...]:
-    """The structural key of ``graph`` computed now, neither read from nor stored in
-    ``graph.derived``: it sees edits the cache cannot (a node's attributes or operands
-    changed in place). ``KeyError`` when a value is used before it is defined."""
+    """The structural key of ``graph`` computed now, neither read from nor stored in its
+    memo: it sees edits the memo cannot (a node's attributes or operands changed in place
+    without ``graph.changed()``). ``KeyError`` when a value is used before it is defined."""
     return _compute(graph)
 
 
 def structural_key(graph: Graph) -> tuple[Hashable, ...]:
-    """The structural key of ``graph`` in its current state (cached on the graph)."""
-    ins, nodes, outs = graph.inputs, graph.nodes, graph.outputs
-    sizes = (len(ins), len(nodes), len(outs or ()))
-    cached = graph.derived.get("structural_key")
-    if (cached is not None and cached[0] is ins and cached[1] is nodes and cached[2] is outs
-            and cached[3] == sizes):
-        key: tuple[Hashable, ...] = cached[4]
-        return key
+    """The structural key of ``graph`` in its current state (``graph.memo``, GRAPH-13)."""
+    return graph.memo("structural_key", _checked)
+
+
+def _checked(graph: Graph) -> tuple[Hashable, ...]:
+    """``_compute``; a value used before it is defined raises the text form's TEXT-2 error."""
     try:
-        key = _compute(graph)
-    except KeyError:  # a value used before it is defined: the text form's TEXT-2 error
+        return _compute(graph)
+    except KeyError:
         to_text(graph)
         raise
-    graph.derived["structural_key"] = (ins, nodes, outs, sizes, key)
-    return key

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ..registry import OpDef, op_with
 from ..types import ValueType
+from .copy import copy_graph
 from .core import Graph, Node, Value
 from .normalize import normalized_types
 
@@ -54,28 +55,16 @@ def lower(graph: Graph) -> Graph:
 
 
 def lowered(graph: Graph) -> Graph:
-    """``graph`` itself when it needs no lowering, else a lowered copy (same inputs, ops,
-    attributes, locations and outputs); ``graph`` is not changed (EXEC-15). The copy is
-    cached on ``graph.derived`` while the graph keeps its input, node and output lists."""
+    """``graph`` itself when it needs no lowering, else its lowered structural copy (same
+    inputs, ops, attributes, sites and outputs, ``copy_graph``), kept until ``graph``
+    changes (``Graph.memo``); ``graph`` is not changed (EXEC-15)."""
     if not graph.needs_lowering:
         return graph
-    lists = (graph.inputs, graph.nodes, graph.outputs)
-    sizes = (len(graph.inputs), len(graph.nodes), len(graph.outputs or ()))
-    cached = graph.derived.get("lowered")
-    if cached is not None and all(a is b for a, b in zip(cached[0], lists, strict=True)) \
-            and cached[1] == sizes:
-        copy: Graph = cached[2]
-        return copy
-    copy = Graph(graph.name, graph.input_types)
-    env: dict[Value, Value] = dict(zip(graph.inputs, copy.inputs, strict=True))
-    for node in graph.nodes:
-        results = copy.stage(node.op, [env[v] for v in node.operands], node.attrs)
-        copy.nodes[-1].site = node.site
-        env.update(zip(node.results, results, strict=True))
-    if graph.outputs is not None:
-        copy.output(*(env[v] for v in graph.outputs))
-    graph.derived["lowered"] = (lists, sizes, lower(copy))
-    return copy
+    return graph.memo("lowered", _lowered_copy)
+
+
+def _lowered_copy(graph: Graph) -> Graph:
+    return lower(copy_graph(graph))
 
 
 def lowered_node_count(graph: Graph) -> int:

@@ -10,7 +10,7 @@ import pytest
 
 import interpreter.experimental.functional as F
 from interpreter.errors import ExecutorResultError
-from interpreter.experimental import eager_memo
+from interpreter.experimental import fastpaths
 from interpreter.experimental.random import uniform
 from interpreter.experimental.realization_context import (
     EagerRealizationContext,
@@ -30,11 +30,11 @@ def real(a: np.ndarray) -> Tensor:
 
 @pytest.fixture
 def ex() -> Iterator[Counting]:
-    eager_memo.clear()
+    fastpaths.clear()
     counting = Counting()
     with set_default_executor(counting):
         yield counting
-    eager_memo.clear()
+    fastpaths.clear()
 
 
 @pytest.mark.spec("REAL-49", "REAL-17")
@@ -44,7 +44,7 @@ def test_a_repeated_op_hands_the_kept_graph_to_the_executor(ex: Counting) -> Non
     for a in data:
         t = real(a)
         results.append(t * t)  # one call site, one signature
-    assert ex.calls == 3 and eager_memo.memo_size() == 1
+    assert ex.calls == 3 and fastpaths.memo_size() == 1
     assert ex.graphs[1] is ex.graphs[0] and ex.graphs[2] is ex.graphs[0]
     for a, y, inputs in zip(data, results, ex.inputs, strict=True):
         assert y.real
@@ -58,7 +58,7 @@ def test_the_kept_graph_is_what_staging_again_gives(ex: Counting) -> None:
     x = real(f32(1, 2))
     texts = []
     for _ in range(2):
-        eager_memo.clear()
+        fastpaths.clear()
         for _ in range(2):
             x + 1.5  # first staged, then replayed
         texts.append(ex.graphs[-1].to_text())
@@ -108,14 +108,14 @@ def test_calls_that_must_stage_every_time_are_not_kept(ex: Counting) -> None:
         x + x  # a graph context (REAL-14)
     with set_default_realization_context(lambda: EagerRealizationContext()):
         x + x  # another factory installed
-    kept = eager_memo.memo_size()
+    kept = fastpaths.memo_size()
     assert kept == 1, kept  # only x[0:1] (an op of interpreter.graph.ops) was kept
     assert_same(b.to_numpy(), f32(1, 0))
 
 
 @pytest.mark.spec("REAL-49", "REAL-39", "REAL-35")
 def test_a_failing_replay_changes_nothing() -> None:
-    eager_memo.clear()
+    fastpaths.clear()
     x = real(f32(1, 2))
     ok = Counting()
     with set_default_executor(ok):
@@ -128,7 +128,7 @@ def test_a_failing_replay_changes_nothing() -> None:
             for _ in range(2):
                 x - 1  # line B: staged and executed, then would be replayed
     assert_same(x.to_numpy(), f32(1, 2))
-    eager_memo.clear()
+    fastpaths.clear()
 
 
 @pytest.mark.spec("REAL-49", "REAL-44", "EXEC-8")
@@ -149,13 +149,13 @@ def test_replays_from_several_threads_are_correct(ex: Counting) -> None:
         t.start()
     for t in threads:
         t.join()
-    assert not errors and ex.calls == 200 and eager_memo.memo_size() == 1
+    assert not errors and ex.calls == 200 and fastpaths.memo_size() == 1
 
 
 @pytest.mark.spec("REAL-49")
 def test_the_memo_is_bounded(ex: Counting, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(eager_memo, "MEMO_SIZE", 3)
+    monkeypatch.setattr(fastpaths, "MEMO_SIZE", 3)
     x = real(f32(1, 2))
     for c in range(6):
         x + float(c)
-    assert eager_memo.memo_size() == 3
+    assert fastpaths.memo_size() == 3

@@ -1,4 +1,4 @@
-"""Executor selection and result validation (SEL-1..7, REAL-35)."""
+"""Executor selection and result validation (SEL-1..8, REAL-35)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import os
 import subprocess
 import sys
 import threading
+import tomllib
 import warnings
+from importlib.metadata import EntryPoint, EntryPoints, entry_points
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +21,7 @@ from interpreter.errors import ExecutorResultError, ExecutorUnavailableError
 from interpreter.executor import Executor, InterpreterExecutor
 from interpreter.experimental.realization_context import EagerRealizationContext
 from interpreter.experimental.tensor import Tensor, realization_context
+from interpreter.graph import Graph
 from interpreter.selection import (
     MissingExecutor,
     PreferInterpreterExecutor,
@@ -28,6 +32,44 @@ from interpreter.selection import (
 from tests.frontend.helpers import Counting, Tampering, f32
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHIPPED = ["compile", "composite", "default", "gpu", "interpreter", "jit"]
+
+
+def registering(monkeypatch: pytest.MonkeyPatch, **targets: str) -> None:
+    """Make ``targets`` (name -> ``module:attr``) the only registered executors (SEL-8)."""
+    eps = EntryPoints(EntryPoint(name, value, selection.GROUP)
+                      for name, value in targets.items())
+    monkeypatch.setattr(selection, "entry_points", lambda group: eps)
+
+
+def install_distribution(root: Path, monkeypatch: pytest.MonkeyPatch, name: str,
+                         entries: dict[str, str], modules: dict[str, str]) -> None:
+    """An installed distribution ``name`` under ``root`` (put on ``sys.path``): its
+    ``*.dist-info`` with ``entries`` in the executors group, and the modules' sources."""
+    info = root / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        f"[{selection.GROUP}]\n" + "".join(f"{k} = {v}\n" for k, v in entries.items()))
+    for module, source in modules.items():
+        (root / f"{module}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(root))
+
+
+VENDOR_SOURCE = """
+from interpreter.executor import InterpreterExecutor
+
+class VendorExecutor:
+    built = 0
+
+    def __init__(self):
+        VendorExecutor.built += 1
+        self.calls = 0
+
+    def execute(self, graph, inputs):
+        self.calls += 1
+        return InterpreterExecutor().execute(graph, inputs)
+"""
 
 
 @pytest.mark.spec("SEL-1")
@@ -92,19 +134,25 @@ def test_use_interpreter_true_falls_back_to_compiling_only_on_refusal() -> None:
     assert ex.compiling.calls == 1 and z.item() == 3.0
 
 
-@pytest.mark.spec("SEL-3")
+@pytest.mark.spec("SEL-3", "SEL-8")
 def test_env_executor_names(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MAX_EAGER_EXECUTOR", raising=False)
-    assert selection.env_executor() == "composite"
+    assert selection.env_executor() == "default"
+    monkeypatch.setenv("MAX_EAGER_EXECUTOR", "  ")
+    assert selection.env_executor() == "default"
     for raw, name in [(" JIT ", "jit"), ("interpreter", "interpreter"), ("Compile", "compile"),
-                      ("composite", "composite")]:
+                      ("composite", "composite"), ("GPU", "gpu"), ("default", "default")]:
         monkeypatch.setenv("MAX_EAGER_EXECUTOR", raw)
         assert selection.env_executor() == name
     monkeypatch.setenv("MAX_EAGER_EXECUTOR", "bogus")
-    with pytest.raises(ValueError, match=r"MAX_EAGER_EXECUTOR.*compile.*composite.*interpreter"):
+    with pytest.raises(ValueError, match=r"MAX_EAGER_EXECUTOR='bogus'.*'compile', 'composite', "
+                       r"'default', 'gpu', 'interpreter', 'jit'.*eager_conformance\.executors"):
         selection.env_executor()
     assert isinstance(build_executor("interpreter"), InterpreterExecutor)
     assert build_executor("interpreter").max_ops is None
+    with pytest.raises(ValueError, match=r"unknown executor name 'bogus': expected one of "
+                       r"\['compile', 'composite', 'default', 'gpu', 'interpreter', 'jit'\]"):
+        build_executor("bogus")
 
 
 @pytest.mark.spec("SEL-3", "REAL-30")
@@ -139,7 +187,8 @@ def test_bogus_env_breaks_no_import_only_the_default() -> None:
     assert bad.returncode != 0
     last = bad.stderr.strip().splitlines()[-1]
     assert last == ("ValueError: MAX_EAGER_EXECUTOR='bogus': expected one of ['compile', "
-                    "'composite', 'interpreter', 'jit'] [SEL-3]"), bad.stderr
+                    "'composite', 'default', 'gpu', 'interpreter', 'jit'] (entry point group "
+                    "'eager_conformance.executors') [SEL-3]"), bad.stderr
 
 
 @pytest.mark.spec("SEL-3")
@@ -165,25 +214,91 @@ def test_max_ops_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.spec("SEL-4")
 def test_default_without_jit_is_an_unlimited_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(selection.EXECUTOR_NAMES, "composite", "reference_executors.absent:X")
     monkeypatch.delenv("MAX_EAGER_EXECUTOR", raising=False)
+    registering(monkeypatch, jit="reference_executors.jit:JitExecutor")  # no `default`
     e = selection._initial_default()
     assert isinstance(e, InterpreterExecutor) and e.max_ops is None
+    registering(monkeypatch, default="reference_executors.absent:X")  # cannot be imported
+    e = selection._initial_default()
+    assert isinstance(e, InterpreterExecutor) and e.max_ops is None
+    monkeypatch.setenv("MAX_EAGER_EXECUTOR", "default")  # named: no fallback (SEL-5)
+    assert isinstance(selection._initial_default(), MissingExecutor)
 
 
 @pytest.mark.spec("SEL-5")
 def test_missing_executor_raises_naming_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(selection.EXECUTOR_NAMES, "compile",
-                        "reference_executors.absent:CompilingExecutor")
+    registering(monkeypatch, compile="reference_executors.absent:CompilingExecutor")
     e = build_executor("compile")
     assert isinstance(e, MissingExecutor)
     x = Tensor.from_dlpack(f32(1))
     ctx = EagerRealizationContext(e)
     with pytest.raises(ExecutorUnavailableError,
-                       match=r"'compile'.*reference_executors\.absent:CompilingExecutor"), \
+                       match=r"'compile'.*reference_executors\.absent:CompilingExecutor "
+                       r"cannot be imported \(ModuleNotFoundError"), \
             ctx, realization_context(ctx):
         y = x + 1
     assert not y.real
+
+
+def unavailable() -> Any:
+    raise ExecutorUnavailableError("no device of that kind here")
+
+
+@pytest.mark.spec("SEL-5")
+def test_an_executor_that_cannot_run_here_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    registering(monkeypatch, there=f"{__name__}:unavailable")
+    e = build_executor("there")
+    assert isinstance(e, MissingExecutor)
+    with pytest.raises(ExecutorUnavailableError, match=r"'there' is not available: "
+                       r"tests\.frontend\.test_selection:unavailable cannot run here \(no "
+                       r"device of that kind here\) \[SEL-5\]"):
+        e.execute(Graph("g"), [])
+
+
+@pytest.mark.spec("SEL-8")
+def test_a_vendor_distribution_registers_its_own_executor_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A package installed with an entry point in the group is selectable by that name:
+    ``MAX_EAGER_EXECUTOR``, ``build_executor`` and the suite's ``--executor=name``."""
+    from conformance.executors import resolve
+
+    install_distribution(tmp_path, monkeypatch, "vendor_exec",
+                         {"VendorX": "vendor_exec_impl:VendorExecutor"},
+                         {"vendor_exec_impl": VENDOR_SOURCE})
+    assert selection.executor_names()["vendorx"] == "vendor_exec_impl:VendorExecutor"
+    monkeypatch.setenv("MAX_EAGER_EXECUTOR", " VENDORX ")
+    e = selection._initial_default()
+    assert type(e).__name__ == "VendorExecutor" and type(e).built == 1
+    ctx = EagerRealizationContext(e)
+    with ctx, realization_context(ctx):
+        y = Tensor.from_dlpack(f32(1, 2)) * 3
+    assert y.to_numpy().tolist() == [3.0, 6.0] and e.calls == 1
+    resolved = resolve("vendorx")
+    assert type(resolved.executor).__name__ == "VendorExecutor" and type(e).built == 2
+    assert resolved.spec == "vendor_exec_impl:VendorExecutor"
+
+
+@pytest.mark.spec("SEL-8")
+def test_a_name_registered_twice_with_different_targets_is_an_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install_distribution(tmp_path / "a", monkeypatch, "vendor_a",
+                         {"same": "vendor_a_impl:VendorExecutor"}, {})
+    install_distribution(tmp_path / "b", monkeypatch, "vendor_b",
+                         {"same": "vendor_b_impl:VendorExecutor"}, {})
+    with pytest.raises(ValueError, match=r"executor name 'same' is registered twice, as "
+                       r"vendor_\w_impl:VendorExecutor and as vendor_\w_impl:VendorExecutor"):
+        build_executor("same")
+
+
+@pytest.mark.spec("SEL-8")
+def test_the_installed_metadata_registers_what_pyproject_declares() -> None:
+    """The shipped names come from this project's installed metadata: after changing the
+    entry points in ``pyproject.toml``, reinstall (``pip install -e .``)."""
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        declared = tomllib.load(f)["project"]["entry-points"][selection.GROUP]
+    installed = {ep.name: ep.value for ep in entry_points(group=selection.GROUP)}
+    assert installed == declared, "stale install: run `pip install -e .`"
+    assert sorted(selection.executor_names()) == SHIPPED
 
 
 @pytest.mark.spec("SEL-6")

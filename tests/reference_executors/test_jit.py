@@ -63,7 +63,7 @@ def test_default_construction_and_names(monkeypatch: pytest.MonkeyPatch) -> None
     assert isinstance(e.interpreter, InterpreterExecutor) and e.interpreter.max_ops == 7
     assert isinstance(e.compiler, CompilingExecutor)
     assert e.sync_on_interpreter_fallback is True and e.cache_size == CACHE_SIZE == 128
-    for name in ("jit", "composite"):
+    for name in ("jit", "composite", "default"):
         built = selection.build_executor(name)
         assert type(built) is JitExecutor and built.interpreter.max_ops == 7
     assert type(selection.build_executor("compile")) is CompilingExecutor
@@ -126,6 +126,40 @@ def test_the_compile_sees_the_graph_as_given_not_as_lowered() -> None:
     assert_same(e.execute(graph(), inputs)[0], first)
     assert_same(first, np.array([[2, 3], [3, 4]], np.float64))
     assert compiler.runs == 1 and e.interpreter.calls == 1
+
+
+@pytest.mark.spec("JIT-3", "GRAPH-13")
+def test_the_snapshot_is_a_structural_copy_taken_before_anything_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compile gets a copy of the graph as it was at its first call (new objects, the
+    same ops, attributes, sites and outputs), made without rendering or parsing text."""
+    g = chain()
+    text, sites = g.to_text(), [n.site for n in g.nodes]
+    rendered: list[Graph] = []
+    render = Graph.to_text
+
+    def spy(self: Graph, *args: Any, **kwargs: Any) -> str:
+        rendered.append(self)
+        return render(self, *args, **kwargs)
+
+    def no_parse(text: str) -> Graph:
+        raise AssertionError("the snapshot was parsed from text")
+
+    monkeypatch.setattr(Graph, "to_text", spy)
+    monkeypatch.setattr(Graph, "parse", staticmethod(no_parse))
+    compiler = FakeCompiler(gated=True)
+    e = jit(compiler)
+    assert_same(e.execute(g, [f32(1, 2)])[0], f32(4, 6))
+    g.outputs = [g.nodes[1].results[0]]  # the caller changes its graph afterwards
+    g.nodes[2].attrs["value"] = np.full((2,), 5.0, np.float32)
+    g.changed()
+    compiler.gate.set()
+    wait_for(lambda: compiler.compiles == 1 and e.state(chain()) == "compiled", "the compile")
+    (snapshot,) = compiler.graphs
+    assert snapshot is not g
+    assert all(a is not b for a, b in zip(snapshot.nodes, g.nodes, strict=True))
+    assert compiler.texts == [text] and [n.site for n in snapshot.nodes] == sites
+    assert not any(r is g for r in rendered)  # only the fake compiler rendered the copy
 
 
 @pytest.mark.spec("JIT-6")

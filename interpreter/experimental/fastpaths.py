@@ -1,13 +1,23 @@
-"""The eager-op memo (REAL-49): an implicit eager context's graph, kept for the next call.
+"""The front end's fast paths, in one module read top to bottom (CONTRIBUTING, "Speed").
 
-An op called outside any context runs in an implicit eager context: a one-op graph is
-staged, finalized and executed (REAL-17). Staging and finalizing depend only on the op, its
-call site and its arguments' *signature* (tensor types and which arguments are the same
-tensor; the values of Python scalars and other plain arguments), so the memo keeps the
-finalized graph per signature and the next call with the same signature hands that same
-graph to the default executor with the new tensors' arrays. Kept only when replaying is the
-same as staging again: no random numbers drawn, nothing mutated, no signal buffers, every
-graph input the seed or an argument, every tracked tensor a returned one.
+The plain path (``staging.call``: a graph builder run on graph values of a context) is
+always right; each path here gives the same result with less work, so removing one changes
+only the speed (``python -m benchmarks.ratios``, rows (a) to (c)).
+
+1. ``call_op``: a ``Tensor`` operator (``x + y``) in a context stages its registry op
+   straight into the context's graph: operand values, one ``Graph.stage``, one unrealized
+   tensor; outside any context it is ``call`` of the builder staging just that op.
+2. The eager-op memo (REAL-49): an op called outside any context runs in an implicit eager
+   context (REAL-17): a one-op graph staged, finalized and executed. Staging and
+   finalizing depend only on the op, its call site and its arguments' *signature* (tensor
+   types and which arguments are the same tensor; the values of Python scalars and other
+   plain arguments), so the finalized graph is kept per signature and the next call with
+   that signature hands the same graph to the default executor with the new tensors'
+   arrays. Kept only when replaying is the same as staging again: no random numbers drawn,
+   nothing mutated, no signal buffers, every graph input the seed or an argument, every
+   tracked tensor a returned one.
+3. ``call``: what the functions of ``functional`` call: ``staging.call``, with the memo in
+   front of its implicit context for a ``memoizable`` graph builder.
 """
 
 from __future__ import annotations
@@ -21,19 +31,50 @@ import numpy as np
 
 from ..dtype import DType
 from ..graph.core import CURRENT_GRAPH, Graph, Site, site_key, user_location
+from ..graph.ops.staging import stage_op
+from ..registry.core import OpDef
 from ..selection import default_executor
 from ..types import DeviceRef, TensorType
+from .context import CURRENT
 from .realization_context import (
     EagerRealizationContext,
     check_results,
     default_factory,
     seed,
 )
+from .staging import call_implicit, stage_in, value_in
 from .tensor import Tensor
 
-__all__ = ["MEMO_SIZE", "Signature", "clear", "memo_size", "memoizable", "remember", "replay",
-           "signature"]
+__all__ = ["MEMO_SIZE", "Signature", "call", "call_op", "clear", "memo_size", "memoizable",
+           "remember", "replay", "signature"]
 
+
+# -- 1. operators ------------------------------------------------------------------------------
+def call_op(op: OpDef, build: Callable[..., Any], args: Sequence[Any],
+            location: Site | None) -> Tensor:
+    """Registry op ``op`` on ``args`` (tensors and Python scalars), staged by the user at
+    ``location`` (the path of ``Tensor``'s operators). In a context: straight into its
+    graph, without ``stage_in``'s layers; outside any: ``call(build, ...)``, with ``build``
+    the graph builder staging just ``op`` (so the eager-op memo applies)."""
+    ctx = CURRENT.get(None)
+    if ctx is None:
+        return call(build, args, None, location)
+    vals: list[Any] = []
+    scalars = False
+    for a in args:  # a loop, not a comprehension: no function frame on the hottest path
+        if a.__class__ is Tensor:
+            vals.append(value_in(a, ctx))
+        else:
+            vals.append(a)
+            scalars = True
+    if scalars:  # Python scalars become weak constants (PROMO-4)
+        (v,) = stage_op(op, vals, None, location)
+    else:
+        (v,) = ctx.graph.stage(op, vals, None, location)
+    return ctx.create_unrealized((v,))
+
+
+# -- 2. the eager-op memo (REAL-49) ------------------------------------------------------------
 #: Signatures kept (the oldest is dropped first).
 MEMO_SIZE = 512
 _PACK_DOUBLE = struct.Struct("<d").pack
@@ -193,3 +234,23 @@ def clear() -> None:
 def memo_size() -> int:
     """The number of signatures kept."""
     return len(_MEMO)
+
+
+# -- 3. calls ----------------------------------------------------------------------------------
+def call(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any] | None = None,
+         location: Site | None = None) -> Any:
+    """``staging.call(fn, args, kwargs)``; outside any context, for a ``memoizable`` graph
+    builder, the graph kept by the memo when the call's signature was seen before, else the
+    implicit context's, kept for next time. ``location``: the user's call site, when the
+    caller knows it (else found on the stack)."""
+    ctx = CURRENT.get(None)
+    if ctx is not None:
+        return stage_in(ctx, fn, args, kwargs)
+    sig = signature(fn, args, kwargs, location)
+    if sig is None:
+        return call_implicit(fn, args, kwargs)[0]
+    if sig.memo is not None:
+        return replay(sig)
+    out, ctx, tracked = call_implicit(fn, args, kwargs, track=True)
+    remember(sig, ctx, out, tracked)
+    return out
