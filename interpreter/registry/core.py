@@ -22,6 +22,7 @@ __all__ = [
     "EXACT",
     "REGISTRY",
     "TRAITS",
+    "VARIANTS",
     "ArgSource",
     "OpCall",
     "OpDef",
@@ -172,6 +173,21 @@ EXACT = Tolerance("exact")
 TRAITS: dict[str, str] = {
     "transcendental": "computed by a libm-style approximation within its ulp budget (NUM-7): "
                       "a backend may use its own, and the diagnosis blames it on a miss",
+    "product": "its result is the product of its two operands: a backend may contract it "
+               "into a following op's fused multiply-add (the op's ``fma`` variant, NUM-12)",
+    "conversion": "converts its operand to the dtype its ``dtype`` attribute names, rounding "
+                  "once: a backend keeping intermediates wide still rounds here (NUM-12)",
+}
+
+#: The keys of ``OpDef.variants`` (the suite's diagnosis classes that replace an op's kernel),
+#: each with what its kernel computes; it takes the op's operands and attributes unless said.
+VARIANTS: dict[str, str] = {
+    "nan-dropped": "NaN operands or elements ignored (fmax-style, nan-reductions; NUM-8)",
+    "int-saturation": "integer results clamped to the dtype's range, not wrapped (NUM-2)",
+    "rounding-mode": "ties away from zero, truncating division and remainder (NUM-3)",
+    "double-rounding": "the conversion rounded through float32 first (NUM-4)",
+    "fma": "``(x, y, other, *, product_first)``: the op on the product ``x * y`` (its first "
+           "operand if ``product_first``) and ``other``, rounded once (NUM-12)",
 }
 
 
@@ -233,7 +249,8 @@ class OpDef:
     #: facts about the op that backends and the suite's diagnosis read (names in ``TRAITS``)
     traits: frozenset[str] = frozenset()
     #: what a backend that breaks one of the op's rules computes instead, by diagnosis class
-    #: (``conformance/diagnosis.py``): e.g. ``{"nan-dropped": np.fmax}`` for ``max``
+    #: (``conformance/diagnosis.py``; keys and signatures in ``VARIANTS``), e.g.
+    #: ``{"nan-dropped": ...}`` for ``max`` (``np.fmax``)
     variants: Mapping[str, KernelFn] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -241,6 +258,10 @@ class OpDef:
         if unknown:
             raise ValueError(f"op {self.name!r}: unknown traits {sorted(unknown)}; "
                              f"known: {sorted(TRAITS)}")
+        strange = set(self.variants) - VARIANTS.keys()
+        if strange:
+            raise ValueError(f"op {self.name!r}: unknown variants {sorted(strange)}; "
+                             f"known: {sorted(VARIANTS)}")
 
     def apply(self, *arrays: Any, **attrs: Any) -> tuple[Any, ...]:
         """Run the reference kernel: one entry per result, always a tuple."""
