@@ -150,12 +150,11 @@ class ExecutorUnderTest:
 
 
 def under_test(executor: Any) -> ExecutorUnderTest:
-    """``executor`` in the call pipeline: itself when it already is one; an executor with
-    its own ``hand_over`` (a transport) is used as one."""
+    """``executor`` in the call pipeline: itself when it already is one (never wrapped
+    twice), else a new :class:`ExecutorUnderTest` around it."""
     if isinstance(executor, ExecutorUnderTest):
         return executor
-    transport = executor if callable(getattr(executor, "hand_over", None)) else None
-    return ExecutorUnderTest(executor, transport)
+    return ExecutorUnderTest(executor)
 
 
 def call_executor(executor: Any, graph: Graph, inputs: Sequence[Any]) -> list[Any]:
