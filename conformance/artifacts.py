@@ -189,6 +189,13 @@ class ArtifactDir:
         meta = {"test": self.test_id, "executor": self.spec}
         (d / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
+    def repro(self) -> Path | None:
+        """The ``repro.py`` of this test's case, else of its first stored sub-case (None:
+        nothing stored)."""
+        written = sorted((d for d in self._written if (d / "repro.py").exists()),
+                         key=lambda d: (d != self.path, str(d)))
+        return written[0] / "repro.py" if written else None
+
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
         self._written.clear()
@@ -227,7 +234,7 @@ def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
         print(suite_error_message(e, f"loading the stored case {directory}"), file=stream)
         return 3
     try:
-        executor = resolve(executor_spec).executor
+        executor = resolve(executor_spec).under_test()
     except ExecutorSpecError as e:
         print(f"ERROR: {e}", file=stream)
         return 2
@@ -288,7 +295,7 @@ def protocol_problems(directory: Path | str, executor: Any) -> list[str]:
     """What a value comparison cannot see, on the stored case: outputs sharing memory with
     an input or each other (EXEC-5), and different results from two executions of a graph
     of deterministic ops (TOL-3). Each execution gets a fresh graph and fresh inputs."""
-    from .calls import call_executor
+    from .pipeline import call_executor
 
     problems: list[str] = []
     runs = []

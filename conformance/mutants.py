@@ -41,12 +41,11 @@ from _pytest.runner import runtestprotocol
 from hypothesis import Phase, settings
 
 from interpreter.errors import UnsupportedGraphError
-from interpreter.evaluate import fresh_outputs
+from interpreter.evaluate import evaluate
 from interpreter.executor import InterpreterExecutor, validate_inputs
-from interpreter.graph.core import Graph, Value
+from interpreter.graph.core import Graph
 from interpreter.graph.lowering import lowered
 from interpreter.registry import REGISTRY
-from interpreter.registry.core import as_results
 
 from .plugin import PROFILES
 
@@ -76,13 +75,8 @@ class MutantExecutor(InterpreterExecutor):
             raise UnsupportedGraphError(f"MutantExecutor: {why}")
         graph = lowered(graph)
         validate_inputs(type(self).__name__, graph, inputs)
-        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
-        with np.errstate(all="ignore"):
-            for node in graph.nodes:
-                kernel = self.ACTIVE.get(node.op.name, node.op.kernel)
-                out = kernel(*[env[v] for v in node.operands], **node.attrs)
-                env.update(zip(node.results, as_results(out), strict=True))
-        return fresh_outputs([env[v] for v in graph.outputs or ()], list(inputs))
+        active = self.ACTIVE
+        return evaluate(graph, inputs, kernel=lambda node: active.get(node.op.name))
 
 
 class FreshCompiling:
