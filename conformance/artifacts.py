@@ -33,6 +33,7 @@ import numpy as np
 
 from interpreter.dtype import DType
 from interpreter.graph.core import Graph
+from interpreter.types import BufferType
 
 __all__ = [
     "ArtifactDir",
@@ -242,8 +243,9 @@ def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
         with quiet():
             verdict = check_case(Case(graph, inputs), executor, InterpreterExecutor(),
                                  label=f"replay of {directory}")
-            if verdict.ok and any(n.op.name == "buffer_create" for n in graph.nodes):
-                # scratch buffers are fresh in every execution (MUT-6): run it again
+            if verdict.ok and any(isinstance(r.type, BufferType) for n in graph.nodes
+                                  for r in n.results):
+                # a buffer made in the graph is fresh in every execution (MUT-6): run it again
                 verdict = check_case(Case(graph, inputs), executor, InterpreterExecutor(),
                                      label=f"replay of {directory} (second execution)")
             problems = [] if not verdict.ok else protocol_problems(directory, executor)

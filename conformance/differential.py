@@ -29,7 +29,7 @@ from interpreter.errors import UnsupportedGraphError
 from interpreter.evaluate import evaluate
 from interpreter.graph.core import Graph, Node, Value
 from interpreter.graph.lowering import lower
-from interpreter.registry import REGISTRY
+from interpreter.registry import op_with
 from interpreter.types import BufferType
 
 from .calls import ExecutorRaised, SuiteError
@@ -118,7 +118,7 @@ def prefix_graph(graph: Graph, stop: int, observe: Sequence[Value], name: str = 
         results = g.stage(node.op, [env[v] for v in node.operands], node.attrs)
         env.update(zip(node.results, results, strict=True))
     outs = []
-    load = REGISTRY["buffer_load"]
+    load = op_with("buffer-load")
     for v in observe:
         mapped = env[v]
         if isinstance(mapped.type, BufferType):
