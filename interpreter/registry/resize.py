@@ -113,12 +113,11 @@ def interpolate(x: Array, shape: tuple[int, ...], taps: Callable[[int, int], Tap
     xp, a = arrays.namespace(x), widen(x)
     for axis in _resized(x.shape, shape):
         idx, w = taps(x.shape[axis], shape[axis])
-        w = w.astype(a.dtype)
-        out = 0
-        for t in range(idx.shape[1]):
-            out = out + xp.asarray(_along(w[:, t], axis, a.ndim)) * xp.take(
-                a, xp.asarray(idx[:, t]), axis=axis)
-        a = out
+        terms = [xp.asarray(_along(w[:, t].astype(a.dtype), axis, a.ndim))
+                 * xp.take(a, xp.asarray(idx[:, t]), axis=axis) for t in range(idx.shape[1])]
+        a = terms[0]
+        for term in terms[1:]:
+            a = a + term
     return a.astype(x.dtype)
 
 

@@ -23,7 +23,7 @@ from interpreter.types import TensorType
 
 ALL_DTYPES = list(DType)
 SHAPE_OPS = ["broadcast_to", "reshape", "slice", "permute", "concat", "split", "gather",
-             "scatter", "select", "pad", "tile"]
+             "scatter", "select", "pad", "tile", "squeeze", "unsqueeze"]
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -98,6 +98,9 @@ REFERENCES: dict[str, Callable[..., Any]] = {
         x.copy() if not x.ndim else np.pad(x, paddings, constant_values=value)
         if mode == "constant" else np.pad(x, paddings, mode)),
     "tile": lambda x, repeats: np.tile(x, repeats),
+    "squeeze": lambda x, axis: x.reshape(x.shape[:axis % x.ndim] + x.shape[axis % x.ndim + 1:]),
+    "unsqueeze": lambda x, axis: x.reshape(x.shape[:axis % (x.ndim + 1)] + (1,)
+                                           + x.shape[axis % (x.ndim + 1):]),
 }
 
 
@@ -396,3 +399,76 @@ def test_operands_on_different_devices_are_rejected() -> None:
     gpu = TensorType(DType.float32, (2,), DeviceRef.GPU())
     with Graph("d", [cpu, gpu]) as g, pytest.raises(GraphShapeError, match=r"DEV-1"):
         ops.concat([g.inputs[0], g.inputs[1]])  # type: ignore[list-item]
+
+
+# -- squeeze, unsqueeze, pad modes (issue 19) ----------------------------------------------
+@pytest.mark.spec("squeeze.C1", "AXIS-1", "AXIS-2", "DT-6")
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.value)
+def test_squeeze_unsqueeze_move_bits(dtype: DType) -> None:
+    x = random_bits(dtype, (2, 1, 3), seed=5)
+    flat = bits(x).ravel().tolist()
+    for axis, shape in [(1, (2, 3)), (-2, (2, 3))]:
+        got = run(lambda x, a=axis: ops.squeeze(x, a), x)
+        assert got.shape == shape and bits(got).ravel().tolist() == flat
+    for axis, shape in [(0, (1, 2, 1, 3)), (3, (2, 1, 3, 1)), (-1, (2, 1, 3, 1)),
+                        (-4, (1, 2, 1, 3)), (2, (2, 1, 1, 3))]:
+        got = run(lambda x, a=axis: ops.unsqueeze(x, a), x)
+        assert got.shape == shape and bits(got).ravel().tolist() == flat
+    with pytest.raises(GraphShapeError, match=r"squeeze\.C1"):
+        build(lambda x: ops.squeeze(x, -1), x)
+    with pytest.raises(GraphShapeError, match=r"AXIS-1"):
+        build(lambda s: ops.squeeze(s, 0), np.array(1, np.int8))
+    with pytest.raises(GraphShapeError, match=r"AXIS-2"):
+        build(lambda x: ops.unsqueeze(x, -5), x)
+    with pytest.raises(GraphShapeError, match=r"AXIS-2"):
+        build(lambda x: ops.unsqueeze(x, 1.0), x)  # type: ignore[arg-type]
+
+
+def py_pad_index(j: int, n: int, mode: str) -> int:
+    """The source of output position ``j - lo`` of one axis: mirror or clamp, one step at a
+    time (an independent walk, not a closed formula)."""
+    if mode == "edge":
+        return 0 if j < 0 else n - 1 if j >= n else j
+    while not 0 <= j < n:
+        j = -j if j < 0 else 2 * (n - 1) - j
+    return j
+
+
+@pytest.mark.spec("pad.C3", "pad.C4", "DT-6")
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.value)
+def test_pad_reflect_and_edge_copy_the_mirrored_bits(dtype: DType) -> None:
+    x = random_bits(dtype, (3, 4), seed=9)
+    for mode in ("reflect", "edge"):
+        for paddings in [((2, 1), (0, 3)), ((0, 0), (3, 3)), ((1, 2), (1, 0))]:
+            got = run(lambda x, p=paddings, m=mode: ops.pad(x, p, m), x)
+            (lo0, hi0), (lo1, hi1) = paddings
+            want = np.empty((3 + lo0 + hi0, 4 + lo1 + hi1), x.dtype)
+            for i, j in np.ndindex(*want.shape):
+                want[i, j] = x[py_pad_index(i - lo0, 3, mode), py_pad_index(j - lo1, 4, mode)]
+            assert_bits(got, want)
+
+
+@pytest.mark.spec("pad.C3", "pad.C4")
+def test_pad_mode_values_and_errors() -> None:
+    x = np.array([1, 2, 3], np.int16)
+    assert_bits(run(lambda x: ops.pad(x, [2, 2], "reflect"), x),
+                np.array([3, 2, 1, 2, 3, 2, 1], np.int16))
+    assert_bits(run(lambda x: ops.pad(x, [1, 3], mode="edge"), x),
+                np.array([1, 1, 2, 3, 3, 3, 3], np.int16))
+    assert_bits(run(lambda x: ops.pad(x, [0, 0], "reflect"), x), x)
+    one = np.array([7.0], np.float32)
+    assert_bits(run(lambda o: ops.pad(o, [2, 1], "edge"), one), np.full(4, 7.0, np.float32))
+    assert_bits(run(lambda e: ops.pad(e, [0, 0], "edge"), np.zeros(0, np.int8)),
+                np.zeros(0, np.int8))
+    assert_bits(run(lambda s: ops.pad(s, [], "reflect"), np.array(5, np.uint8)),
+                np.array(5, np.uint8))
+    with pytest.raises(GraphShapeError, match=r"pad\.C4"):
+        build(lambda x: ops.pad(x, [3, 0], "reflect"), x)  # at most length - 1
+    with pytest.raises(GraphShapeError, match=r"pad\.C4"):
+        build(lambda o: ops.pad(o, [0, 1], "reflect"), one)
+    with pytest.raises(GraphShapeError, match=r"pad\.C4"):
+        build(lambda e: ops.pad(e, [1, 0], "edge"), np.zeros(0, np.int8))
+    with pytest.raises(GraphShapeError, match=r"pad\.C3"):
+        build(lambda x: ops.pad(x, [1, 0], "wrap"), x)
+    with pytest.raises(GraphShapeError, match=r"pad\.C3"):
+        build(lambda x: ops.pad(x, [1, 0], 5), x)  # type: ignore[arg-type]
