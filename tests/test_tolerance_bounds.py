@@ -280,6 +280,10 @@ def special_cases(dtype: np.dtype[Any]) -> list[Case]:
         cases.append((n, [rows], {"axis": 1}))
     cases.append(("cumsum", [rows], {"axis": 1, "exclusive": False, "reverse": False}))
     cases.append(("matmul", [rows, np.ones((3, 2), dtype)], {}))
+    far = np.array([NAN, 1, 2, 3, 4, 5, 6, 7, 8, INF], dtype)  # unspecified near the ends
+    cases.append(("resize_linear", [far], {"shape": (15,), "coordinate_transform_mode":
+                                           "half_pixel"}))
+    cases.append(("resize_bicubic", [far.reshape(1, 1, 1, -1)], {"shape": (1, 1, 1, 17)}))
     cases.append(("random_normal", [np.array([1], np.uint64)],
                   {"shape": (6,), "dtype": DType.from_numpy(dtype), "mean": 0.0, "std": 1.0}))
     return cases
