@@ -1,8 +1,8 @@
 """The type rule, kernel and sampler of ``pad`` (spec/ops/pad.md; registered in ``shape.py``).
 
 Three modes, MAX's names: ``constant`` fills with the ``value`` attribute; ``reflect``
-mirrors the axis around its first and last elements (which are not repeated); ``edge``
-repeats the first and last elements. The two copying modes gather along each axis through
+mirrors the axis around its first and last elements (which are not repeated), as often as
+the padding needs; ``edge`` repeats the first and last elements. The two copying modes gather along each axis through
 an index map (``source_index``); kernels compute in the operand's namespace (``xp``).
 """
 
@@ -57,11 +57,9 @@ def pad_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[Valu
     if mode not in PAD_MODES:
         op.fail(types, "pad.C3", f"mode {mode!r} is not one of {PAD_MODES}")
     for k, (n, (lo, hi)) in enumerate(zip(t.shape, paddings, strict=True)):
-        if lo + hi > 0 and ((mode == "reflect" and max(lo, hi) > n - 1) or
-                            (mode == "edge" and n == 0)):
-            need = "lo, hi <= length - 1" if mode == "reflect" else "a non-empty axis"
-            op.fail(types, "pad.C4", f"{mode} padding ({lo}, {hi}) of axis {k} (length {n}) "
-                    f"needs {need}")
+        if mode != "constant" and lo + hi > 0 and n == 0:
+            op.fail(types, "pad.C4", f"{mode} padding ({lo}, {hi}) of axis {k} needs a "
+                    "non-empty axis to copy from")
     pairs = zip(t.shape, paddings, strict=True)
     return (t.with_(shape=tuple(d + lo + hi for d, (lo, hi) in pairs)),)
 
@@ -69,10 +67,11 @@ def pad_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[Valu
 def source_index(n: int, lo: int, hi: int, mode: str) -> np.ndarray:
     """The input index each output position of one axis copies (``reflect``, ``edge``)."""
     j = np.arange(-lo, n + hi)
-    if mode == "edge":
+    if mode == "edge" or n == 1:
         return np.clip(j, 0, n - 1)
-    j = np.abs(j)  # reflect at 0 (no repeat), then at n - 1 (pad.C4: one reflection)
-    return np.where(j > n - 1, 2 * (n - 1) - j, j)
+    period = 2 * (n - 1)  # reflect at 0 and at n - 1, edges not repeated, as often as needed
+    j = np.abs(j) % period
+    return np.where(j > n - 1, period - j, j)
 
 
 def pad_kernel(x: Array, *, paddings: Pairs, value: Any, mode: str) -> Array:
@@ -91,9 +90,9 @@ def pad_kernel(x: Array, *, paddings: Pairs, value: Any, mode: str) -> Array:
 def pad_sample(src: ArgSource) -> OpCall:
     dtype, shape = src.dtype(ALL, data=True), src.shape(max_rank=3, max_side=4)
     mode = src.choice(PAD_MODES)
-    room = {"constant": lambda n: 2, "reflect": lambda n: min(2, max(n - 1, 0)),
-            "edge": lambda n: 2 if n else 0}[mode]
-    paddings = tuple((src.integer(0, room(n)), src.integer(0, room(n))) for n in shape)
+    room = 2 if mode == "constant" else 5  # reflect: also past the axis length (pad.C4)
+    paddings = tuple((src.integer(0, room if n or mode == "constant" else 0),
+                      src.integer(0, room if n or mode == "constant" else 0)) for n in shape)
     value: Any
     if dtype is DType.bool:
         value = src.boolean()

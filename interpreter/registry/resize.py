@@ -229,10 +229,12 @@ register(OpDef("resize_nearest",
 
 # -- resize_linear, resize_bicubic: tolerance, unspecified ----------------------------------
 def _window_sums(x: np.ndarray, shape: tuple[int, ...], taps: Callable[[int, int], Taps],
-                 weight: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """``interpolate`` in float64 with the weights replaced by ``weight(w)``."""
+                 weight: Callable[[np.ndarray], np.ndarray], also: tuple[int, ...] = ()
+                 ) -> np.ndarray:
+    """``interpolate`` in float64 with the weights replaced by ``weight(w)``, on the resized
+    axes and the axes ``also``."""
     a = np.asarray(x, np.float64)
-    for axis in _resized(x.shape, shape):
+    for axis in sorted(set(_resized(x.shape, shape)) | set(also)):
         idx, w = taps(x.shape[axis], shape[axis])
         a = sum(_along(weight(w[:, t]), axis, a.ndim) * np.take(a, idx[:, t], axis=axis)
                 for t in range(idx.shape[1]))
@@ -263,11 +265,12 @@ def _tolerance(taps_of: Callable[[str], Callable[[int, int], Taps]], mode: str) 
     return Tolerance("reduction", 1, count, scale)
 
 
-def _unspecified(taps_of: Callable[[str], Callable[[int, int], Taps]], mode: str
-                 ) -> Callable[..., np.ndarray]:
+def _unspecified(taps_of: Callable[[str], Callable[[int, int], Taps]], mode: str,
+                 filtered: tuple[int, ...] = ()) -> Callable[..., np.ndarray]:
     def unspecified(x: np.ndarray, *, shape: tuple[int, ...], **attrs: Any) -> np.ndarray:
-        """Elements whose window, widened by one sample on each side of every resized axis,
-        holds NaN or +-inf, or whose |terms| add up past the dtype's max."""
+        """Elements whose window, widened by one sample on each side of every resized axis
+        (and of the always-filtered axes: bicubic's H and W), holds NaN or +-inf, or whose
+        |terms| add up past the dtype's max."""
         taps = taps_of(attrs.get("coordinate_transform_mode", mode))
 
         def widened(n: int, m: int) -> Taps:
@@ -277,7 +280,8 @@ def _unspecified(taps_of: Callable[[str], Callable[[int, int], Taps]], mode: str
 
         bad = ~np.isfinite(np.asarray(x, np.float64))
         with np.errstate(all="ignore"):
-            hits = _window_sums(bad.astype(np.float64), shape, widened, np.ones_like)
+            hits = _window_sums(bad.astype(np.float64), shape, widened, np.ones_like,
+                                filtered)
             total = _window_sums(np.where(bad, 0.0, np.abs(x)), shape, taps, np.abs)
         return (hits > 0) | (total > float(float_info(x.dtype).max))
     return unspecified
@@ -332,5 +336,5 @@ register(OpDef("resize_bicubic",
                category="resize", operands=("input",), attrs=("shape",),
                infer=_bicubic_infer, kernel=_resize_bicubic, dtypes=FLOATS,
                tolerance=_tolerance(_cubic_taps_of, "half_pixel"),
-               unspecified=_unspecified(_cubic_taps_of, "half_pixel"),
+               unspecified=_unspecified(_cubic_taps_of, "half_pixel", filtered=(2, 3)),
                sample=_sampler(FLOATS, modes=False, rounding=False, rank=(4, 4), keep=2)))

@@ -198,7 +198,7 @@ def widened_window_holds(x: np.ndarray, m: int, mode: str, cubic: bool) -> np.nd
     """Per output index of a 1-D resize: the taps, widened by one each side, meet a
     non-finite value (the spec's unspecified elements)."""
     n = len(x)
-    if n == m:  # a copied axis: no window
+    if n == m and not cubic:  # linear copies an unchanged axis: no window
         return ~np.isfinite(x.astype(np.float64))
     out = []
     for taps in taps_1d(n, m, mode, cubic):

@@ -427,7 +427,7 @@ def test_squeeze_unsqueeze_move_bits(dtype: DType) -> None:
 def py_pad_index(j: int, n: int, mode: str) -> int:
     """The source of output position ``j - lo`` of one axis: mirror or clamp, one step at a
     time (an independent walk, not a closed formula)."""
-    if mode == "edge":
+    if mode == "edge" or n == 1:
         return 0 if j < 0 else n - 1 if j >= n else j
     while not 0 <= j < n:
         j = -j if j < 0 else 2 * (n - 1) - j
@@ -439,7 +439,8 @@ def py_pad_index(j: int, n: int, mode: str) -> int:
 def test_pad_reflect_and_edge_copy_the_mirrored_bits(dtype: DType) -> None:
     x = random_bits(dtype, (3, 4), seed=9)
     for mode in ("reflect", "edge"):
-        for paddings in [((2, 1), (0, 3)), ((0, 0), (3, 3)), ((1, 2), (1, 0))]:
+        for paddings in [((2, 1), (0, 3)), ((0, 0), (3, 3)), ((1, 2), (1, 0)),
+                         ((7, 5), (9, 4))]:  # reflect past the length: again and again
             got = run(lambda x, p=paddings, m=mode: ops.pad(x, p, m), x)
             (lo0, hi0), (lo1, hi1) = paddings
             want = np.empty((3 + lo0 + hi0, 4 + lo1 + hi1), x.dtype)
@@ -462,10 +463,13 @@ def test_pad_mode_values_and_errors() -> None:
                 np.zeros(0, np.int8))
     assert_bits(run(lambda s: ops.pad(s, [], "reflect"), np.array(5, np.uint8)),
                 np.array(5, np.uint8))
+    assert_bits(run(lambda x: ops.pad(x, [3, 3], "reflect"), x),  # checked on MAX 26.7
+                np.array([2, 3, 2, 1, 2, 3, 2, 1, 2], np.int16))
+    assert_bits(run(lambda x: ops.pad(x, [5, 0], "reflect"), x),
+                np.array([2, 1, 2, 3, 2, 1, 2, 3], np.int16))
+    assert_bits(run(lambda o: ops.pad(o, [1, 1], "reflect"), one), np.full(3, 7.0, np.float32))
     with pytest.raises(GraphShapeError, match=r"pad\.C4"):
-        build(lambda x: ops.pad(x, [3, 0], "reflect"), x)  # at most length - 1
-    with pytest.raises(GraphShapeError, match=r"pad\.C4"):
-        build(lambda o: ops.pad(o, [0, 1], "reflect"), one)
+        build(lambda e: ops.pad(e, [0, 1], "reflect"), np.zeros(0, np.int8))
     with pytest.raises(GraphShapeError, match=r"pad\.C4"):
         build(lambda e: ops.pad(e, [1, 0], "edge"), np.zeros(0, np.int8))
     with pytest.raises(GraphShapeError, match=r"pad\.C3"):
