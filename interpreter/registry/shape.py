@@ -152,13 +152,13 @@ def _unsqueeze_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
 
 
 def _squeeze(x: Array, *, axis: int) -> Array:
-    xp = arrays.namespace(x)
-    return xp.squeeze(x, axis=axis)
+    xp, a = arrays.namespace(x), axis % x.ndim
+    return xp.reshape(x, x.shape[:a] + x.shape[a + 1:])
 
 
 def _unsqueeze(x: Array, *, axis: int) -> Array:
-    xp = arrays.namespace(x)
-    return xp.expand_dims(x, axis)
+    xp, a = arrays.namespace(x), axis % (x.ndim + 1)
+    return xp.reshape(x, (*x.shape[:a], 1, *x.shape[a:]))
 
 
 def _squeeze_sample(src: ArgSource) -> OpCall:
