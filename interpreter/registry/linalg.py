@@ -104,7 +104,7 @@ def _band_part_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
         op.fail(types, "band_part.C1", f"input must have rank >= 2, got rank {t.rank}")
     for name, dim, size in (("num_lower", "rows", t.shape[-2]),
                             ("num_upper", "columns", t.shape[-1])):
-        k = attrs.get(name)
+        k: Any = attrs.get(name)
         if not is_int(k) or not -1 <= k < max(size, 0):
             op.fail(types, "band_part.C2", f"{name}={k!r} must be -1 (the whole triangle) "
                     f"or an int in [0, {size}) (the matrices have {size} {dim})")
@@ -123,7 +123,7 @@ def band_mask(rows: int, cols: int, num_lower: int, num_upper: int, exclude: boo
 
 def _band_part(x: Array, *, num_lower: int, num_upper: int, exclude: bool) -> Array:
     xp = arrays.namespace(x)
-    keep = xp.asarray(band_mask(*x.shape[-2:], num_lower, num_upper, exclude))
+    keep = xp.asarray(band_mask(x.shape[-2], x.shape[-1], num_lower, num_upper, exclude))
     return xp.where(keep, x, xp.zeros((), x.dtype))
 
 

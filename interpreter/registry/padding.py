@@ -2,8 +2,9 @@
 
 Three modes, MAX's names: ``constant`` fills with the ``value`` attribute; ``reflect``
 mirrors the axis around its first and last elements (which are not repeated), as often as
-the padding needs; ``edge`` repeats the first and last elements. The two copying modes gather along each axis through
-an index map (``source_index``); kernels compute in the operand's namespace (``xp``).
+the padding needs; ``edge`` repeats the first and last elements. The two copying modes
+gather along each axis through an index map (``source_index``); kernels compute in the
+operand's namespace (``xp``).
 """
 
 from __future__ import annotations

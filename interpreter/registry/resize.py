@@ -107,17 +107,24 @@ def _along(v: np.ndarray, axis: int, rank: int) -> np.ndarray:
     return v.reshape((-1,) + (1,) * (rank - axis - 1))
 
 
+def _apply(a: Array, axis: int, idx: np.ndarray, w: np.ndarray, xp: Any) -> Array:
+    """``sum over taps t of w[:, t] * a[idx[:, t]]`` along ``axis``, in ``a``'s dtype."""
+    terms = [xp.asarray(_along(w[:, t], axis, a.ndim)) * xp.take(a, xp.asarray(idx[:, t]),
+                                                                 axis=axis)
+             for t in range(idx.shape[1])]
+    out = terms[0]
+    for term in terms[1:]:
+        out = out + term
+    return out
+
+
 def interpolate(x: Array, shape: tuple[int, ...], taps: Callable[[int, int], Taps]) -> Array:
     """``sum over taps of w * x[idx]``, one resized axis after the other (in axis order), in
     float32 for 16-bit floats (float64 for float64), weights rounded to that dtype."""
     xp, a = arrays.namespace(x), widen(x)
     for axis in _resized(x.shape, shape):
         idx, w = taps(x.shape[axis], shape[axis])
-        terms = [xp.asarray(_along(w[:, t].astype(a.dtype), axis, a.ndim))
-                 * xp.take(a, xp.asarray(idx[:, t]), axis=axis) for t in range(idx.shape[1])]
-        a = terms[0]
-        for term in terms[1:]:
-            a = a + term
+        a = _apply(a, axis, idx, w.astype(a.dtype), xp)
     return a.astype(x.dtype)
 
 
@@ -133,7 +140,7 @@ def _resize_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     if "round_mode" in op.attrs and attrs.get("round_mode") not in ROUND_MODES:
         op.fail(types, f"{name}.C2", f"round_mode {attrs.get('round_mode')!r} is not one of "
                 f"{ROUND_MODES}")
-    shape = attrs.get("shape")
+    shape: Any = attrs.get("shape")
     problem = int_tuple_problem("shape", shape, t.rank)
     if problem is not None:
         op.fail(types, f"{name}.C1", f"{problem} (one output length per axis of x)")
@@ -236,8 +243,7 @@ def _window_sums(x: np.ndarray, shape: tuple[int, ...], taps: Callable[[int, int
     a = np.asarray(x, np.float64)
     for axis in sorted(set(_resized(x.shape, shape)) | set(also)):
         idx, w = taps(x.shape[axis], shape[axis])
-        a = sum(_along(weight(w[:, t]), axis, a.ndim) * np.take(a, idx[:, t], axis=axis)
-                for t in range(idx.shape[1]))
+        a = _apply(a, axis, idx, weight(w), np)
     return a
 
 
@@ -316,7 +322,7 @@ def _bicubic_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     if t.rank != 4:
         op.fail(types, "resize_bicubic.C3", f"input must have rank 4 (NCHW), got rank {t.rank}")
     (out,) = _resize_infer(op, types, attrs)
-    if out.shape[:2] != t.shape[:2]:  # type: ignore[union-attr]
+    if out.shape[:2] != t.shape[:2]:
         op.fail(types, "resize_bicubic.C3", f"shape {list(attrs['shape'])} must keep the "
                 f"batch and channel lengths {list(t.shape[:2])}")
     return (out,)

@@ -196,10 +196,10 @@ def test_band_part_keeps_the_band_bit_for_bit(dtype: str) -> None:
     from tests.ops.test_shape import assert_bits, random_bits
 
     x = random_bits(DType(dtype), (2, 4, 5), seed=7)
-    for lower, upper in [(-1, -1), (0, 0), (1, 2), (3, 0), (-1, 0), (0, -1), (2, 4)]:
+    for below, above in [(-1, -1), (0, 0), (1, 2), (3, 0), (-1, 0), (0, -1), (2, 4)]:
         for exclude in (False, True):
-            got = run(lambda x, lo=lower, up=upper, ex=exclude: ops.band_part(x, lo, up, ex), x)
-            assert_bits(got, py_band_part(x, lower, upper, exclude))
+            got = run(lambda x, lo=below, up=above, ex=exclude: ops.band_part(x, lo, up, ex), x)
+            assert_bits(got, py_band_part(x, below, above, exclude))
 
 
 @pytest.mark.spec("band_part.C1", "band_part.C2", "band_part.C3")
@@ -212,9 +212,9 @@ def test_band_part_zeros_builder_defaults_and_errors() -> None:
     assert_same(run(lambda f: ops.band_part(f, exclude=True), f), np.zeros((2, 3), np.float32))
     assert run(lambda e: ops.band_part(e, -1, 1), np.zeros((3, 0, 2), np.int8)).shape == (3, 0, 2)
     x = np.ones((3, 4), np.int32)
-    for lower, upper in [(3, 0), (0, 4), (-2, 0), (0, -3)]:
+    for below, above in [(3, 0), (0, 4), (-2, 0), (0, -3)]:
         with pytest.raises(GraphShapeError, match=r"band_part\.C2"):
-            build(lambda x, lo=lower, up=upper: ops.band_part(x, lo, up), x)
+            build(lambda x, lo=below, up=above: ops.band_part(x, lo, up), x)
     with pytest.raises(GraphShapeError, match=r"band_part\.C2"):
         build(lambda x: ops.band_part(x, 0.5, 0), x)  # type: ignore[arg-type]
     with pytest.raises(GraphShapeError, match=r"band_part\.C3"):

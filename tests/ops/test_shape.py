@@ -99,8 +99,8 @@ REFERENCES: dict[str, Callable[..., Any]] = {
         if mode == "constant" else np.pad(x, paddings, mode)),
     "tile": lambda x, repeats: np.tile(x, repeats),
     "squeeze": lambda x, axis: x.reshape(x.shape[:axis % x.ndim] + x.shape[axis % x.ndim + 1:]),
-    "unsqueeze": lambda x, axis: x.reshape(x.shape[:axis % (x.ndim + 1)] + (1,)
-                                           + x.shape[axis % (x.ndim + 1):]),
+    "unsqueeze": lambda x, axis: x.reshape((*x.shape[:axis % (x.ndim + 1)], 1,
+                                            *x.shape[axis % (x.ndim + 1):])),
 }
 
 
@@ -321,7 +321,8 @@ def test_pad_values_and_errors() -> None:
     assert np.isnan(got[1].astype(np.float32))  # e4m3fn has no inf: NaN
     assert_bits(run(lambda b: ops.pad(b, [(1, 1)], value=True), np.zeros(0, bool)),
                 np.array([True, True]))
-    assert_bits(run(lambda s: ops.pad(s, [], value=5), np.array(3, np.int32)), np.array(3, np.int32))
+    assert_bits(run(lambda s: ops.pad(s, [], value=5), np.array(3, np.int32)),
+                np.array(3, np.int32))
     with pytest.raises(GraphShapeError, match=r"pad\.C1"):
         build(lambda x: ops.pad(x, [1, 2, 3]), x)
     with pytest.raises(GraphShapeError, match=r"pad\.C1"):
