@@ -887,3 +887,22 @@ class EarlyOverflowCast(PatchedInterpreter):
     the target's max, though values below max + ulp/2 round to +-max (NUM-4)."""
 
     overrides: ClassVar[dict[str, Kernel]] = {"cast": _cast_early_overflow}
+
+
+# -- masks, shapes and resize (issue 19) -------------------------------------------------------
+def _linear_aligning_corners(x: Any, *, shape: tuple[int, ...],
+                             coordinate_transform_mode: str) -> Any:
+    kernel = REGISTRY["resize_linear"].kernel
+    mode = ("align_corners" if coordinate_transform_mode == "half_pixel"
+            else coordinate_transform_mode)
+    return kernel(x, shape=shape, coordinate_transform_mode=mode)
+
+
+class ResizeLinearAlignsCorners(PatchedInterpreter):
+    """``resize_linear`` maps coordinates with ``align_corners`` where ``half_pixel`` (MAX's
+    default) is asked: a kernel written for one framework's convention."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"resize_linear": _linear_aligning_corners}
+
+
+__all__ += ["ResizeLinearAlignsCorners"]

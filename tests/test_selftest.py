@@ -64,6 +64,9 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
      ["cast", "uint"]),
     ("EarlyOverflowCast", ["test_specials.py"], "float32-to-float16 or float64-to-float32",
      ["cast", "float"]),
+    # issue 19, masks, shapes and resize
+    ("ResizeLinearAlignsCorners", ["test_ops.py"], "test_op and resize_linear-float32",
+     ["resize_linear"]),
 ]
 
 

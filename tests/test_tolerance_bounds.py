@@ -126,7 +126,9 @@ REDUCTION_OPS = {"reduce_sum", "reduce_mean", "reduce_prod", "cumsum", "matmul",
 
 @pytest.mark.spec("TOL-1", "REDUCE-6")
 def test_reduction_class_is_exactly_the_reduce6_table() -> None:
-    assert {n for n, op in REGISTRY.items() if op.tolerance.kind == "reduction"} == REDUCTION_OPS
+    others = {"resize_linear", "resize_bicubic"}  # bounds checked in tests/ops/test_tolerance_*
+    assert {n for n, op in REGISTRY.items() if op.tolerance.kind == "reduction"} == (
+        REDUCTION_OPS | others)
     assert {n for n in REDUCTION_OPS if str(get_op(n).tolerance) == "reduction(4)"} == {
         "softmax", "logsoftmax"}
 
@@ -278,6 +280,10 @@ def special_cases(dtype: np.dtype[Any]) -> list[Case]:
         cases.append((n, [rows], {"axis": 1}))
     cases.append(("cumsum", [rows], {"axis": 1, "exclusive": False, "reverse": False}))
     cases.append(("matmul", [rows, np.ones((3, 2), dtype)], {}))
+    far = np.array([NAN, 1, 2, 3, 4, 5, 6, 7, 8, INF], dtype)  # unspecified near the ends
+    cases.append(("resize_linear", [far], {"shape": (15,), "coordinate_transform_mode":
+                                           "half_pixel"}))
+    cases.append(("resize_bicubic", [far.reshape(1, 1, 1, -1)], {"shape": (1, 1, 1, 17)}))
     cases.append(("random_normal", [np.array([1], np.uint64)],
                   {"shape": (6,), "dtype": DType.from_numpy(dtype), "mean": 0.0, "std": 1.0}))
     return cases

@@ -342,6 +342,13 @@ trunc: Callable[..., Tensor] = functional(ops.trunc)
 uniform: Callable[..., Tensor] = functional(ops.uniform)
 unsqueeze: Callable[..., Tensor] = functional(ops.unsqueeze)
 where: Callable[..., Tensor] = functional(ops.where)
+# masks, shapes and resize (issue 19)
+band_part: Callable[..., Tensor] = functional(ops.band_part)
+InterpolationMode = ops.InterpolationMode
+resize: Callable[..., Tensor] = functional(ops.resize)
+resize_bicubic: Callable[..., Tensor] = functional(ops.resize_bicubic)
+resize_linear: Callable[..., Tensor] = functional(ops.resize_linear)
+resize_nearest: Callable[..., Tensor] = functional(ops.resize_nearest)
 
 __all__ = [
     "abs",
@@ -438,6 +445,8 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+__all__ += ["InterpolationMode", "band_part", "resize", "resize_bicubic", "resize_linear",
+            "resize_nearest"]
 
 
 # -- Tensor's operators, ops and factories (declared in tensor.py), installed in one place --

@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (registration)
     linalg,
     random,
     reduction,
+    resize,
     shape,
 )
 from .core import EXACT, REGISTRY, OpDef, Tolerance, get_op, op_with, ops_with, register, ulp
