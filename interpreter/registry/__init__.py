@@ -10,6 +10,7 @@ from . import (  # noqa: F401  (registration)
     random,
     reduction,
     shape,
+    vision,
 )
 from .core import EXACT, REGISTRY, OpDef, Tolerance, get_op, op_with, ops_with, register, ulp
 

@@ -7,6 +7,7 @@ installs the Python operators of graph values (``ops.methods``).
 """
 
 from . import buffer, creation, debug, devices, elementwise, linalg, random, reduction, shape
+from . import vision
 from .buffer import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .debug import *  # noqa: F403
@@ -17,9 +18,10 @@ from .methods import install_value_methods
 from .random import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
+from .vision import *  # noqa: F403
 
 __all__ = sorted({*buffer.__all__, *creation.__all__, *debug.__all__, *devices.__all__,
                   *elementwise.__all__, *linalg.__all__, *random.__all__, *reduction.__all__,
-                  *shape.__all__})
+                  *shape.__all__, *vision.__all__})
 
 install_value_methods()
