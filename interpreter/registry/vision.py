@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .. import arrays
@@ -145,9 +146,9 @@ def _roi_align(x: Array, rois: Array, *, output_height: int, output_width: int,
     t, used, _, count = _sample_terms(
         x, rois, acc, output_height=output_height, output_width=output_width,
         spatial_scale=spatial_scale, sampling_ratio=sampling_ratio, aligned=aligned)
-    with arrays.errstate(xp, invalid="ignore"):
+    with arrays.errstate(xp, invalid="ignore", over="ignore"):
         if mode == "MAX":
-            out = xp.max(xp.where(used & ~xp.isnan(t), t, -xp.inf), axis=(3, 4, 5))
+            out = xp.max(xp.where(used & ~xp.isnan(t), t, -np.inf), axis=(3, 4, 5))
         else:
             out = xp.sum(xp.where(used, t, 0), axis=(3, 4, 5)) / count
     return out.astype(x.dtype)
@@ -175,7 +176,11 @@ def _roi_count(ops: Sequence[np.ndarray], attrs: Attrs, expected: Array) -> Any:
     """AVG: 4 * samples per bin + 1; MAX: 2"""
     if attrs["mode"] == "MAX":
         return 2
-    return 4 * _host_terms(ops, attrs)[2] + 1
+    x, rois = ops[0], ops[1]
+    geo = {k: attrs[k] for k in ("spatial_scale", "sampling_ratio", "aligned")}
+    _, gh, _ = roi_geometry(rois, x.shape[1], attrs["output_height"], 2, **geo)
+    _, gw, _ = roi_geometry(rois, x.shape[2], attrs["output_width"], 1, **geo)
+    return (4 * gh * gw + 1)[:, None, None, None]
 
 
 def _roi_scale(ops: Sequence[np.ndarray], attrs: Attrs, expected: Array) -> Any:
@@ -183,13 +188,15 @@ def _roi_scale(ops: Sequence[np.ndarray], attrs: Attrs, expected: Array) -> Any:
     a, _, count = _host_terms(ops, attrs)
     if attrs["mode"] == "MAX":
         return np.max(a, axis=(3, 4, 5))
-    return np.sum(a, axis=(3, 4, 5)) / count
+    with np.errstate(over="ignore"):
+        return np.sum(a, axis=(3, 4, 5)) / count
 
 
 def _roi_unspecified(x: Array, rois: Array, **attrs: Any) -> np.ndarray:
     """ROIs with a batch index (truncated) outside [0, N), non-finite scaled coordinates or a
     grid over GRID_LIMIT; AVG bins with a sample out of the image where pixel (0, 0) of the
-    ROI's image is not finite (MAX reads it with weight 0: 0 * inf is NaN)."""
+    ROI's image is not finite (MAX reads it with weight 0: 0 * inf is NaN), or whose finite
+    |terms| add up past the dtype's largest value (the order decides, REDUCE-5)."""
     r = np.asarray(rois).astype(F32)
     shape = (r.shape[0], attrs["output_height"], attrs["output_width"], x.shape[3])
     if 0 in shape or x.shape[0] == 0:
@@ -203,20 +210,28 @@ def _roi_unspecified(x: Array, rois: Array, **attrs: Any) -> np.ndarray:
         for column, size, pooled in ((1, x.shape[2], shape[2]), (2, x.shape[1], shape[1])):
             coord, _, clipped = roi_geometry(r, size, pooled, column, **geo)
             bad |= clipped | ~np.isfinite(coord).all(axis=(1, 2))
-    _, _, outside, _ = _sample_terms(np.asarray(x), rois, F32, **_geometry_attrs(attrs))
+    if attrs["mode"] == "MAX":
+        return np.broadcast_to(bad[:, None, None, None], shape)
+    t, used, outside, _ = _sample_terms(np.asarray(x, np.float64), rois, np.float64,
+                                        **_geometry_attrs(attrs))
     origin = np.asarray(x)[np.clip(np.nan_to_num(b), 0, x.shape[0] - 1).astype(np.int64), 0, 0]
     poisoned = outside.any(axis=(3, 4))[..., None] & ~np.isfinite(
         origin.astype(np.float64))[:, None, None, :]
-    return bad[:, None, None, None] | (poisoned & (attrs["mode"] == "AVG"))
+    with np.errstate(all="ignore"):
+        total = np.sum(np.where(used & np.isfinite(t), np.abs(t), 0.0), axis=(3, 4, 5))
+    big = total > float(ml_dtypes.finfo(x.dtype).max)
+    return bad[:, None, None, None] | poisoned | big
 
 
 def _sample_roi_align(src: ArgSource) -> OpCall:
     dtype = src.dtype(FLOATS, data=True)
-    n, h, w, c = src.integer(1, 2), src.integer(1, 5), src.integer(1, 5), src.integer(1, 3)
+    n, h, w, c = src.shape(min_rank=4, max_rank=4, max_side=4)
+    if 0 in (h, w):  # roi_align.C1: an empty image has no rows or columns, but no channels
+        h, w, c = max(h, 1), max(w, 1), 0
     scale = src.choice([1.0, 0.5, 2.0])
     rows = []
     for _ in range(src.integer(0, 3)):
-        batch = src.integer(0, n - 1) + src.choice([0.0, 0.5])
+        batch = src.integer(0, max(n - 1, 0)) + src.choice([0.0, 0.5])
         # corners in quarter pixels of the image, a little beyond it, in ROI units
         ends = [src.integer(-6, 4 * size + 6) / 4 / scale for size in (w, h, w, h)]
         rows.append([batch, *ends])

@@ -200,6 +200,20 @@ def _chunks(total: list[Any], n: int) -> list[list[Any]]:
     return out
 
 
+def reducescatter_n_m(ops: list[np.ndarray], attrs: dict[str, Any], expected: np.ndarray
+                      ) -> tuple[int, np.ndarray]:
+    """REDUCE-6's n and M of one result, from the spec table: n = the number of operands,
+    M = sum of |x_i| at the element, the largest over the chunks of the result's size."""
+    total = sum(np.abs(np.where(np.isfinite(x.astype(np.float64)), x.astype(np.float64), 0))
+                for x in ops)
+    axis = attrs["axis"] % total.ndim
+    moved = np.moveaxis(total, axis, 0)
+    pieces = [moved[c[0]:c[-1] + 1] if c else moved[:0]
+              for c in _chunks(list(range(moved.shape[0])), len(ops))]
+    same = [np.moveaxis(q, 0, axis) for q in pieces if q.shape[0] == expected.shape[axis]]
+    return len(ops), np.max(same, axis=0)
+
+
 @pytest.mark.spec("DEV-7", "DEV-6")
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5])
 def test_reducescatter_chunks_are_max_ragged_bins(n: int) -> None:
