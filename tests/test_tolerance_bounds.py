@@ -130,7 +130,7 @@ def reduction_cases(dtype: np.dtype[Any]) -> list[Case]:
     # one operand (one result: the edge test compares one array); more in test_tolerance_devices
     cases.append(("reducescatter_sum", [v(3, 5)], {"axis": 1}))
     rois = np.array([[0, 0.5, 0.25, 3.0, 2.75], [0, -1.5, -0.5, 2.25, 5.5]], dtype)
-    for mode in ("AVG", "MAX"):
+    for mode in ("AVG", "MAX") if dtype.itemsize == 2 else ("AVG",):  # MAX: exact in f32
         cases.append(("roi_align", [v(1, 4, 5, 2, lo=0.5), rois],
                       {"output_height": 2, "output_width": 2, "spatial_scale": 1.0,
                        "sampling_ratio": 0.0, "aligned": False, "mode": mode}))

@@ -173,9 +173,9 @@ def _host_terms(ops: Sequence[np.ndarray], attrs: Attrs) -> tuple[np.ndarray, np
 
 
 def _roi_count(ops: Sequence[np.ndarray], attrs: Attrs, expected: Array) -> Any:
-    """AVG: 4 * samples per bin + 1; MAX: 2"""
-    if attrs["mode"] == "MAX":
-        return 2
+    """AVG: 4 * samples per bin + 1; MAX: 2 for float16 and bfloat16, else 0"""
+    if attrs["mode"] == "MAX":  # one product: exact unless the weight is rounded first
+        return 2 if np.dtype(expected.dtype).itemsize == 2 else 0
     x, rois = ops[0], ops[1]
     geo = {k: attrs[k] for k in ("spatial_scale", "sampling_ratio", "aligned")}
     _, gh, _ = roi_geometry(rois, x.shape[1], attrs["output_height"], 2, **geo)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import ml_dtypes
@@ -28,17 +30,15 @@ ROIS = [[0, 0.5, 0.25, 3.0, 2.75], [1.75, -1.5, -0.5, 2.25, 5.5], [0, 2.0, 1.0, 
         [1, 3.5, 2.5, 4.75, 3.75], [0, -4.0, -3.0, -2.0, -1.5], [1, 0.0, 0.0, 9.0, 7.5]]
 
 
-def roi_align_loops(x: np.ndarray, rois: np.ndarray, oh: int, ow: int, scale: float,
-                    ratio: float, aligned: bool, mode: str
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Steps 1-6 of the page, one element and one sample at a time (float32 scalars for the
-    coordinates). Returns the exact AVG/MAX value per element (float64) and n and M of the
-    REDUCE-6 bound (AVG: 4 gh gw + 1 and sum|term| / count; MAX: 2 and max|term|, finite
-    terms)."""
+Pairs = list[tuple[Any, Any]]
+
+
+def roi_bins(x: np.ndarray, rois: np.ndarray, oh: int, ow: int, scale: float, ratio: float,
+             aligned: bool) -> Iterator[tuple[tuple[int, int, int, int], Pairs, int, int]]:
+    """Steps 1-5 of the page, one element and one sample at a time (float32 scalars for the
+    coordinates): per result element its index, its (float32 weight, pixel) pairs, count and
+    number of samples."""
     _, h, w, channels = x.shape
-    acc = np.float64 if x.dtype == np.float64 else f32
-    out = np.zeros((len(rois), oh, ow, channels))
-    count_n, scale_m = np.zeros_like(out), np.zeros_like(out)
     for r, row in enumerate(rois.astype(f32)):
         b = math.trunc(float(row[0]))
         off = f32(0.5 if aligned else 0.0)
@@ -47,42 +47,48 @@ def roi_align_loops(x: np.ndarray, rois: np.ndarray, oh: int, ow: int, scale: fl
         if not aligned:
             rw, rh = max(rw, f32(1)), max(rh, f32(1))
         bh, bw = rh / f32(oh), rw / f32(ow)
-        gh = int(ratio) if ratio > 0 else math.ceil(bh)
-        gw = int(ratio) if ratio > 0 else math.ceil(bw)
-        count = max(gh * gw, 1)
-        for ph in range(oh):
-            for pw in range(ow):
-                for c in range(channels):
-                    terms, mags = [], []  # mags: |w * x| in float64 (REDUCE-6's M)
-                    for iy in range(max(gh, 0)):
-                        for ix in range(max(gw, 0)):
-                            y = (y0 + f32(ph) * bh) + ((f32(iy) + f32(0.5)) * bh) / f32(gh)
-                            xx = (x0 + f32(pw) * bw) + ((f32(ix) + f32(0.5)) * bw) / f32(gw)
-                            if y < -1 or y > h or xx < -1 or xx > w:
-                                terms += [acc(0) * acc(x[b, 0, 0, c])] * 4
-                                mags += [0.0] * 4
-                                continue
-                            y, xx = max(y, f32(0)), max(xx, f32(0))
-                            yl, xl = min(int(y), h - 1), min(int(xx), w - 1)
-                            yh, xh = min(yl + 1, h - 1), min(xl + 1, w - 1)
-                            ly, lx = y - f32(yl), xx - f32(xl)
-                            hy, hx = f32(1) - ly, f32(1) - lx
-                            for wgt, i, j in ((hy * hx, yl, xl), (hy * lx, yl, xh),
-                                              (ly * hx, yh, xl), (ly * lx, yh, xh)):
-                                terms.append(acc(wgt) * acc(x[b, i, j, c]))
-                                mags.append(abs(float(wgt) * float(x[b, i, j, c])))
-                    t, mag = np.array(terms, np.float64), np.array(mags, np.float64)
-                    finite = mag[np.isfinite(mag)]
-                    if mode == "MAX":
-                        real = t[~np.isnan(t)]
-                        out[r, ph, pw, c] = real.max() if real.size else -np.inf
-                        count_n[r, ph, pw, c] = 2
-                        scale_m[r, ph, pw, c] = finite.max() if finite.size else 0.0
-                    else:
-                        s = math.fsum(t) if np.isfinite(t).all() else float(np.sum(t))
-                        out[r, ph, pw, c] = s / count
-                        count_n[r, ph, pw, c] = 4 * max(gh, 0) * max(gw, 0) + 1
-                        scale_m[r, ph, pw, c] = finite.sum() / count
+        gh = max(int(ratio) if ratio > 0 else math.ceil(bh), 0)
+        gw = max(int(ratio) if ratio > 0 else math.ceil(bw), 0)
+        for ph, pw, c in itertools.product(range(oh), range(ow), range(channels)):
+            pairs: Pairs = []
+            for iy, ix in itertools.product(range(gh), range(gw)):
+                y = (y0 + f32(ph) * bh) + ((f32(iy) + f32(0.5)) * bh) / f32(gh)
+                xx = (x0 + f32(pw) * bw) + ((f32(ix) + f32(0.5)) * bw) / f32(gw)
+                if y < -1 or y > h or xx < -1 or xx > w:
+                    pairs += [(f32(0), x[b, 0, 0, c])] * 4
+                    continue
+                y, xx = max(y, f32(0)), max(xx, f32(0))
+                yl, xl = min(int(y), h - 1), min(int(xx), w - 1)
+                yh, xh = min(yl + 1, h - 1), min(xl + 1, w - 1)
+                ly, lx = y - f32(yl), xx - f32(xl)
+                hy, hx = f32(1) - ly, f32(1) - lx
+                pairs += [(hy * hx, x[b, yl, xl, c]), (hy * lx, x[b, yl, xh, c]),
+                          (ly * hx, x[b, yh, xl, c]), (ly * lx, x[b, yh, xh, c])]
+            yield (r, ph, pw, c), pairs, max(gh * gw, 1), gh * gw
+
+
+def roi_align_loops(x: np.ndarray, rois: np.ndarray, oh: int, ow: int, scale: float,
+                    ratio: float, aligned: bool, mode: str
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Step 6 on :func:`roi_bins`: the exact AVG/MAX value per element (float64; the terms
+    in float32, float64 for float64 data) and n and M of the REDUCE-6 bound (AVG:
+    4 * samples + 1 and sum|w * x| / count; MAX: 2 for 16-bit data, else 0, and max|w * x|;
+    finite, in float64)."""
+    acc = np.float64 if x.dtype == np.float64 else f32
+    out = np.zeros((len(rois), oh, ow, x.shape[3]))
+    count_n, scale_m = np.zeros_like(out), np.zeros_like(out)
+    for i, pairs, count, samples in roi_bins(x, rois, oh, ow, scale, ratio, aligned):
+        t = np.array([acc(wgt) * acc(v) for wgt, v in pairs], np.float64)
+        mag = np.array([abs(float(wgt) * float(v)) for wgt, v in pairs], np.float64)
+        finite = mag[np.isfinite(mag)]
+        if mode == "MAX":
+            real = t[~np.isnan(t)]
+            out[i] = real.max() if real.size else -np.inf
+            count_n[i] = 2 if x.dtype.itemsize == 2 else 0
+            scale_m[i] = finite.max() if finite.size else 0.0
+        else:
+            out[i] = (math.fsum(t) if np.isfinite(t).all() else float(np.sum(t))) / count
+            count_n[i], scale_m[i] = 4 * samples + 1, finite.sum() / count
     return out, count_n, scale_m
 
 
