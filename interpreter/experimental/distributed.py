@@ -209,17 +209,21 @@ def _with_coord(mesh: DeviceMesh, index: int, axis: int, value: int) -> int:
 
 
 def gather_to(x: Tensor, device: DeviceRef) -> Tensor:
-    """The global value of a distributed tensor on one device."""
-    mapping = x.mapping
+    """The global value of a distributed tensor on one device.
+
+    Mesh axes are combined last to first: a tensor axis split by several mesh axes holds the
+    later axes' pieces inside the earlier ones' (``local_region``)."""
+    placements = x.mapping.placements
+    if any(isinstance(p, Unknown) for p in placements):
+        raise RealizationError("an Unknown placement must be combined by a collective "
+                               "before it can be transferred [REAL-42]")
     y = x
-    for i, p in enumerate(mapping.placements):
+    for i in reversed(range(len(placements))):
+        p = placements[i]
         if isinstance(p, Sharded):
             y = collective(ops.allgather, y, i, p.axis)
         elif isinstance(p, Partial):
             y = collective(ops.allreduce_sum, y, i, 0)
-        elif isinstance(p, Unknown):
-            raise RealizationError("an Unknown placement must be combined by a collective "
-                                   "before it can be transferred [REAL-42]")
 
     def body(ctx: Any) -> Tensor:
         v = _shard_values(y, ctx)[0]

@@ -228,7 +228,7 @@ def _check_devices(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     if not DEVICES.check(devices):
         op.fail(types, f"{op.name}.C1", "attribute devices must be a non-empty tuple of "
                 f"DeviceRef, got {devices!r}", GraphTypeError)
-    return devices  # type: ignore[no-any-return]
+    return tuple(devices)  # type: ignore[arg-type]
 
 
 def _broadcast_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs

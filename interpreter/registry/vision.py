@@ -109,7 +109,8 @@ def _sample_terms(x: Array, rois: Array, acc: Any, *, output_height: int, output
     ``count = max(gh * gw, 1)`` per ROI."""
     xp = arrays.namespace(x)
     n, h, w, _ = x.shape
-    geo = {"spatial_scale": spatial_scale, "sampling_ratio": sampling_ratio, "aligned": aligned}
+    geo: dict[str, Any] = {"spatial_scale": spatial_scale, "sampling_ratio": sampling_ratio,
+                           "aligned": aligned}
     ys, gh, _ = roi_geometry(rois, h, output_height, 2, **geo)
     xs, gw, _ = roi_geometry(rois, w, output_width, 1, **geo)
     iny, ylo, yhi, wy0, wy1 = _corners(ys, h)  # (R, oh, Gh)

@@ -15,8 +15,8 @@ from interpreter.errors import (
     UnsupportedGraphError,
 )
 from interpreter.executor import InterpreterExecutor
-from interpreter.registry import get_op
 from interpreter.graph import DeviceRef, Graph, TensorType, ops
+from interpreter.registry import get_op
 from interpreter.testing import Buf, assert_same, build, run
 from tests.ops.test_buffer import bits, run_samples, special
 
@@ -222,7 +222,7 @@ def test_reducescatter_chunks_are_max_ragged_bins(n: int) -> None:
         total = [sum(int(x[j]) for x in xs) for j in range(d)]
         devices = [DeviceRef.CPU(k % 3) for k in range(n)]
 
-        def f(*vals: Any) -> Any:
+        def f(*vals: Any, devices: list[DeviceRef] = devices) -> Any:
             moved = [ops.transfer_to(v, dev) for v, dev in zip(vals, devices, strict=True)]
             return ops.reducescatter_sum(moved)
 

@@ -6,8 +6,18 @@ Each family module lists its functions in ``__all__``; this package re-exports t
 installs the Python operators of graph values (``ops.methods``).
 """
 
-from . import buffer, creation, debug, devices, elementwise, linalg, random, reduction, shape
-from . import vision
+from . import (
+    buffer,
+    creation,
+    debug,
+    devices,
+    elementwise,
+    linalg,
+    random,
+    reduction,
+    shape,
+    vision,
+)
 from .buffer import *  # noqa: F403
 from .creation import *  # noqa: F403
 from .debug import *  # noqa: F403
