@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (registration)
     reduction,
     resize,
     shape,
+    vision,
 )
 from .core import EXACT, REGISTRY, OpDef, Tolerance, get_op, op_with, ops_with, register, ulp
 
