@@ -64,6 +64,10 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
      ["cast", "uint"]),
     ("EarlyOverflowCast", ["test_specials.py"], "float32-to-float16 or float64-to-float32",
      ["cast", "float"]),
+    # convolution and pooling (issue 19): padding on the wrong side, padding in the divisor
+    ("Conv2dPaddingSwapped", ["test_ops.py"], "test_op and conv2d-float32", ["conv2d ["]),
+    ("AvgPoolCountsPadding", ["test_ops.py"], "test_op and avg_pool2d-float32",
+     ["avg_pool2d ["]),
 ]
 
 
