@@ -29,7 +29,9 @@ from interpreter.types import BufferType
 
 __all__ = [
     "AliasingOutputs",
+    "AvgPoolCountsPadding",
     "BlockedTailElementwise",
+    "Conv2dPaddingSwapped",
     "CrashingExecutor",
     "DoubleRoundingCast",
     "DroppedMutation",
@@ -934,3 +936,26 @@ class HalfPixelRoiAlign(PatchedInterpreter):
     """``roi_align`` with ``aligned=True`` forgets the half-pixel shift of the regions."""
 
     overrides: ClassVar[dict[str, Kernel]] = {"roi_align": _roi_align_unshifted}
+# -- convolution and pooling (issue 19) ---------------------------------------------------------
+def _conv2d_pads_swapped(x: Any, w: Any, *, paddings: Any, **attrs: Any) -> Any:
+    swapped = tuple((hi, lo) for lo, hi in paddings)
+    return REGISTRY["conv2d"].kernel(x, w, paddings=swapped, **attrs)
+
+
+class Conv2dPaddingSwapped(PatchedInterpreter):
+    """``conv2d`` pads each spatial axis on the wrong side: the ``before`` rows/columns go
+    after and the ``after`` ones before (an odd "same" padding's extra row on top instead of
+    at the bottom). Invisible whenever the padding is symmetric."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"conv2d": _conv2d_pads_swapped}
+
+
+def _avg_pool_always_boundary(x: Any, *, count_boundary: bool, **attrs: Any) -> Any:
+    return REGISTRY["avg_pool2d"].kernel(x, count_boundary=True, **attrs)
+
+
+class AvgPoolCountsPadding(PatchedInterpreter):
+    """``avg_pool2d`` always divides by the window size: with ``count_boundary=False`` the
+    padding (and the ceil-mode overhang) still counts in the divisor."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"avg_pool2d": _avg_pool_always_boundary}

@@ -72,6 +72,10 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
      ["reducescatter_sum"]),
     ("HalfPixelRoiAlign", ["test_ops.py"], "test_op and roi_align-float32-general",
      ["roi_align"]),
+    # convolution and pooling (issue 19): padding on the wrong side, padding in the divisor
+    ("Conv2dPaddingSwapped", ["test_ops.py"], "test_op and conv2d-float32", ["conv2d ["]),
+    ("AvgPoolCountsPadding", ["test_ops.py"], "test_op and avg_pool2d-float32",
+     ["avg_pool2d ["]),
 ]
 
 

@@ -276,11 +276,15 @@ def allgather(x: Tensor, axis: int = 0, mesh_axis: int = 0) -> Tensor:
 # -- every graph op, tensor level (its graph builder lifted by ``functional``) -------------
 abs: Callable[..., Tensor] = functional(ops.abs)
 add: Callable[..., Tensor] = functional(ops.add)
+avg_pool2d: Callable[..., Tensor] = functional(ops.avg_pool2d)
 broadcast_to: Callable[..., Tensor] = functional(ops.broadcast_to)
 buffer_create: Callable[..., Any] = functional(ops.buffer_create)
 cast: Callable[..., Tensor] = functional(ops.cast)
 ceil: Callable[..., Tensor] = functional(ops.ceil)
 concat: Callable[..., Tensor] = functional(ops.concat)
+conv2d: Callable[..., Tensor] = functional(ops.conv2d)
+conv2d_transpose: Callable[..., Tensor] = functional(ops.conv2d_transpose)
+conv3d: Callable[..., Tensor] = functional(ops.conv3d)
 cos: Callable[..., Tensor] = functional(ops.cos)
 cumsum: Callable[..., Tensor] = functional(ops.cumsum)
 div: Callable[..., Tensor] = functional(ops.div)
@@ -309,6 +313,7 @@ logical_or: Callable[..., Tensor] = functional(ops.logical_or)
 logical_xor: Callable[..., Tensor] = functional(ops.logical_xor)
 logsoftmax: Callable[..., Tensor] = functional(ops.logsoftmax)
 matmul: Callable[..., Tensor] = functional(ops.matmul)
+max_pool2d: Callable[..., Tensor] = functional(ops.max_pool2d)
 maximum: Callable[..., Tensor] = functional(ops.maximum)
 minimum: Callable[..., Tensor] = functional(ops.minimum)
 mod: Callable[..., Tensor] = functional(ops.mod)
@@ -358,6 +363,7 @@ __all__ = [
     "arange",
     "argmax",
     "argmin",
+    "avg_pool2d",
     "broadcast_to",
     "buffer_create",
     "buffer_load",
@@ -367,6 +373,9 @@ __all__ = [
     "ceil",
     "concat",
     "constant",
+    "conv2d",
+    "conv2d_transpose",
+    "conv3d",
     "cos",
     "cumsum",
     "div",
@@ -401,6 +410,7 @@ __all__ = [
     "logsoftmax",
     "matmul",
     "max",
+    "max_pool2d",
     "maximum",
     "mean",
     "min",

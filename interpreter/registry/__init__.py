@@ -2,11 +2,13 @@
 
 from . import (  # noqa: F401  (registration)
     buffer,
+    convolution,
     creation,
     debug,
     devices,
     elementwise,
     linalg,
+    pooling,
     random,
     reduction,
     resize,

@@ -65,7 +65,8 @@ _BY_NAME: dict[str, AttrType] = {
     "k": AttrType("int", _INT),
     "label": AttrType("str", _is(str)),
     "paddings": AttrType("tuple[tuple[int, int], ...]", _tuple_of(_pair),
-                         "one (before, after) pair per axis"),
+                         "one (before, after) pair per axis (per spatial axis: convolution, "
+                         "pooling)"),
     "perm": AttrType("tuple[int, ...]", _INTS, "a permutation of range(rank)"),
     "repeats": AttrType("tuple[int, ...]", _INTS, "one count per axis"),
     "shape": AttrType("tuple[int, ...]", _INTS, "the result shape"),
@@ -73,6 +74,14 @@ _BY_NAME: dict[str, AttrType] = {
     "slices": AttrType("tuple[tuple[int | None, int | None, int], ...]", _tuple_of(_triple),
                        "one (start, stop, step) triple per axis, Python slice semantics; "
                        "None: the default bound (SLICE-1)"),
+    # convolution and pooling: one entry per spatial axis
+    "ceil_mode": AttrType("bool", _is(bool)),
+    "count_boundary": AttrType("bool", _is(bool)),
+    "dilation": AttrType("tuple[int, ...]", _INTS, "one int >= 1 per spatial axis"),
+    "groups": AttrType("int", _INT),
+    "kernel_size": AttrType("tuple[int, ...]", _INTS, "one int >= 1 per spatial axis"),
+    "output_paddings": AttrType("tuple[int, ...]", _INTS, "one int per spatial axis"),
+    "stride": AttrType("tuple[int, ...]", _INTS, "one int >= 1 per spatial axis"),
 }
 #: ``int | float`` attributes (``range``'s bounds), declared in their op's ``attr_types``.
 NUMBER = AttrType("int | float", lambda v: type(v) in (int, float),

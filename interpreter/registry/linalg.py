@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import arrays
 from ..errors import GraphTypeError
-from ..types import ValueType
+from ..types import TensorType, ValueType
 from ..validators import is_int
 from .attrtypes import AttrType
 from .core import ArgSource, Attrs, OpCall, OpDef, Tolerance, register
@@ -25,14 +25,20 @@ from .reduction import float_info, is_low_float, widen
 Array = Any
 
 
-def _matmul_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
-                  ) -> tuple[ValueType, ...]:
+def tensor_pair(op: OpDef, types: Sequence[ValueType]) -> tuple[TensorType, TensorType]:
+    """A primitive's two tensor operands, of one dtype (LOWER-1) on one device (DEV-1)."""
     a, b = op.check_tensor(types, 0), op.check_tensor(types, 1)
     if a.dtype != b.dtype:
         op.fail(types, "LOWER-1", "primitive operands must have identical dtypes",
                 GraphTypeError)
     if a.device != b.device:
         op.fail(types, "DEV-1", "operands must be on the same device; transfer first")
+    return a, b
+
+
+def _matmul_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                  ) -> tuple[ValueType, ...]:
+    a, b = tensor_pair(op, types)
     if a.rank < 2 or a.rank != b.rank or a.shape[:-2] != b.shape[:-2]:
         op.fail(types, "matmul.C2", "primitive operands must have the same rank >= 2 and "
                 "identical batch dimensions")
@@ -153,4 +159,4 @@ register(OpDef("band_part",
                            "exclude": AttrType("bool", lambda v: type(v) is bool,
                                                "zero the band instead of the rest")}))
 
-__all__ = ["band_mask"]
+__all__ = ["band_mask", "tensor_pair"]

@@ -161,7 +161,8 @@ def test_the_device_kernel_ops_are_every_non_fused_op() -> None:
         "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "reshape", "scatter",
         "slice", "softmax", "split", "tile"} | {  # issue 19: masks, shapes and resize
         "band_part", "squeeze", "unsqueeze", "resize_nearest", "resize_linear", "resize_bicubic",
-        "roi_align"}
+        "roi_align"} | {  # issue 19: convolution and pooling
+        "avg_pool2d", "conv2d", "conv2d_transpose", "conv3d", "max_pool2d"}
 
 
 # -- GPU-11: served and refused ops come from the registry ---------------------------------------
