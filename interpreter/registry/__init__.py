@@ -11,6 +11,7 @@ from . import (  # noqa: F401  (registration)
     reduction,
     shape,
 )
+from . import normalization  # noqa: F401  (registration; issue 19)
 from .core import EXACT, REGISTRY, OpDef, Tolerance, get_op, op_with, ops_with, register, ulp
 
 __all__ = ["EXACT", "REGISTRY", "OpDef", "Tolerance", "get_op", "op_with", "ops_with", "register",

@@ -31,7 +31,7 @@ CUPY_FUNCTIONS = frozenset({
     "arange", "argmax", "argmin", "argsort", "broadcast_to", "clip", "concatenate", "copyto",
     "cumsum", "empty", "exp", "flip", "full", "indices", "log", "matmul", "max", "min", "prod",
     "ravel_multi_index", "reshape", "split", "sum", "take", "take_along_axis", "tile",
-    "transpose", "unique", "where", "zeros", "zeros_like"})
+    "transpose", "unique", "where", "zeros", "zeros_like", "mean", "sqrt"})
 
 _LIBS: dict[str, Any] = {}
 _TMP: list[tempfile.TemporaryDirectory[str]] = []

@@ -158,7 +158,8 @@ def test_the_device_kernel_ops_are_every_non_fused_op() -> None:
         "argmax", "argmin", "buffer_load", "buffer_store", "buffer_store_slice", "concat",
         "cumsum", "gather", "logsoftmax", "matmul", "pad", "permute", "reduce_max",
         "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "reshape", "scatter",
-        "slice", "softmax", "split", "tile"}
+        "slice", "softmax", "split", "tile"} | {
+        "group_norm", "layer_norm", "rms_norm"}  # issue 19: normalizations
 
 
 # -- GPU-11: served and refused ops come from the registry ---------------------------------------

@@ -22,4 +22,10 @@ __all__ = sorted({*buffer.__all__, *creation.__all__, *debug.__all__, *devices._
                   *elementwise.__all__, *linalg.__all__, *random.__all__, *reduction.__all__,
                   *shape.__all__})
 
+# -- issue 19: op families added since (one block each) --
+from . import normalization  # noqa: E402
+from .normalization import *  # noqa: E402, F403
+
+__all__ = sorted({*__all__, *normalization.__all__})
+
 install_value_methods()
