@@ -24,7 +24,7 @@ from interpreter.testing.sampling import RandomArgSource, special_values
 FAMILY = ("add sub mul div floor_div mod pow max min equal not_equal greater greater_equal "
           "logical_and logical_or logical_xor logical_not negate abs exp log log1p sqrt rsqrt "
           "tanh sin cos erf sigmoid silu gelu floor ceil round trunc is_nan is_inf "
-          "cast").split()
+          "cast relu atanh").split()
 FLOATS = [DType.float16, DType.bfloat16, DType.float32, DType.float64]
 INTS = [DType.int8, DType.int16, DType.int32, DType.int64,
         DType.uint8, DType.uint16, DType.uint32, DType.uint64]
