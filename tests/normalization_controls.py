@@ -31,8 +31,9 @@ def _seq_sum(a: np.ndarray) -> np.ndarray:
 
 def _rsqrt(v: np.ndarray, how: str) -> np.ndarray:
     r = (1 / np.sqrt(v)).astype(v.dtype)
-    if how == "rsqrt-2ulp":
-        r = np.nextafter(np.nextafter(r, np.inf), np.inf).astype(v.dtype)
+    if how == "rsqrt-2ulp":  # off where the result is not exact: rsqrt(inf) is still 0
+        off = np.nextafter(np.nextafter(r, np.inf), np.inf).astype(v.dtype)
+        r = np.where(np.isfinite(r) & (r != 0), off, r).astype(v.dtype)
     return r
 
 

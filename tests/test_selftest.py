@@ -64,6 +64,11 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
      ["cast", "uint"]),
     ("EarlyOverflowCast", ["test_specials.py"], "float32-to-float16 or float64-to-float32",
      ["cast", "float"]),
+    # issue 19, REDUCE-8: the variance divided by n - 1; epsilon outside the square root
+    ("UnbiasedVarianceLayerNorm", ["test_ops.py"], "test_op and layer_norm-float32",
+     ["layer_norm [", "REDUCE-6"]),
+    ("EpsilonOutsideSqrtRmsNorm", ["test_ops.py"], "test_op and rms_norm-float32",
+     ["rms_norm [", "REDUCE-6"]),
 ]
 
 

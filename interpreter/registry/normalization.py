@@ -146,6 +146,13 @@ def _standardized_scale(ops: Operands, attrs: Attrs, expected: Array) -> Any:
                 + np.abs(_channel(beta, x, attrs)))
 
 
+def _may_overflow(m: Any, count: Any, dtype: Any) -> Any:
+    """Where a result within the bound of a reference of magnitude up to ``m`` may round
+    past the dtype's largest finite value: ``(1 + n * eps) * M > max``."""
+    info = ml_dtypes.finfo(dtype)
+    return m * (1 + count * float(info.eps)) > float(info.max)
+
+
 def _standardized_unspecified(x: Array, gamma: Array, beta: Array, **attrs: Any
                               ) -> np.ndarray:
     """Order-dependent overflow of the statistics' sums or of the result, squares that
@@ -157,7 +164,8 @@ def _standardized_unspecified(x: Array, gamma: Array, beta: Array, **attrs: Any
     with np.errstate(all="ignore"):
         m = _standardized_scale([x, gamma, beta], attrs, np.zeros((), x.dtype))
         inf_gamma = np.isinf(np.asarray(gamma, np.float64))
-        out = ((s["sum_abs"] > big) | (s["sum_sq"] > big) | (m > big)
+        overflow = _may_overflow(m, _count([x], attrs, m), x.dtype)
+        out = ((s["sum_abs"] > big) | (s["sum_sq"] > big) | overflow
                | (s["var"] + float(np.float32(attrs["epsilon"])) < tiny)
                | _channel(inf_gamma, x, attrs).astype(bool))
     return np.asarray(np.broadcast_to(out, x.shape))
@@ -255,7 +263,7 @@ def _rms_unspecified(x: Array, weight: Array, **attrs: Any) -> np.ndarray:
         sq = np.sum(f * f, axis=-1, keepdims=True)
         eps = float(np.float32(attrs["epsilon"]))
         m = _rms_scale([x, weight], attrs, np.zeros((), x.dtype))
-        out = ((sq > float(info.max)) | (m > float(info.max))
+        out = ((sq > float(info.max)) | _may_overflow(m, _half_count([x], attrs, m), x.dtype)
                | (sq / max(1, x.shape[-1]) + eps < float(info.smallest_normal)))
     return np.asarray(np.broadcast_to(out, x.shape))
 

@@ -260,3 +260,18 @@ def test_bound_is_the_table_formula_edge_passes_one_step_more_fails(dtype: np.dt
             m = compare_op(op, ops, attrs, [expected], [step(edge, d)])
             assert m is not None and m.bad == expected.size, (name, d, m)
             assert "REDUCE-6" in m.message
+
+
+# -- the controls as executors: the suite passes them ------------------------------------------
+@pytest.mark.spec("REDUCE-8", "REDUCE-2")
+@pytest.mark.parametrize("control", ["SequentialNormalizations", "ApproxRsqrtNormalizations"])
+def test_legal_control_executors_pass_the_suite(control: str, tmp_path: Any) -> None:
+    """Welford / sequential sums in the operand dtype, or a 2-ulp rsqrt, on every
+    normalization cell of float32 and bfloat16 (accumulated in bfloat16)."""
+    from tests.suite_runner import VENDOR, run_suite
+
+    run = run_suite(tmp_path, f"{VENDOR}:{control}", ["test_ops.py"],
+                    "test_op and (layer_norm or rms_norm or group_norm) and "
+                    "(float32 or bfloat16)")
+    assert len(run.outcomes) == 18, run.outcomes
+    assert run.code == 0 and not run.failed(), run.failures()

@@ -23,8 +23,8 @@ __all__ = sorted({*buffer.__all__, *creation.__all__, *debug.__all__, *devices._
                   *shape.__all__})
 
 # -- issue 19: op families added since (one block each) --
-from . import normalization  # noqa: E402
-from .normalization import *  # noqa: E402, F403
+from . import normalization
+from .normalization import *  # noqa: F403
 
 __all__ = sorted({*__all__, *normalization.__all__})
 
