@@ -47,6 +47,17 @@ def _check_params(op: OpDef, types: Sequence[ValueType], x: TensorType, names: S
                     f"[{size}]")
 
 
+def _last_axis_input(op: OpDef, types: Sequence[ValueType], names: Sequence[str],
+                     rules: tuple[str, str], what: str) -> TensorType:
+    """Operand 0 (rank >= 1, rule ``rules[0]``) and its parameters ``names`` of the last
+    axis' size (``rules[1]``)."""
+    x = op.check_tensor(types, 0)
+    if x.rank < 1:
+        op.fail(types, rules[0], "the input must have rank >= 1 (it normalizes the last axis)")
+    _check_params(op, types, x, names, x.shape[-1], what, rules[1])
+    return x
+
+
 def _check_epsilon(op: OpDef, types: Sequence[ValueType], eps: Any, rule: str,
                    positive: bool) -> None:
     ok = type(eps) is float and math.isfinite(eps) and (eps > 0 if positive else eps >= 0)
@@ -177,12 +188,8 @@ STANDARDIZED_TOLERANCE = Tolerance("reduction", 1, _count, _standardized_scale)
 # -- layer_norm ----------------------------------------------------------------------------
 def _layer_norm_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
                       ) -> tuple[ValueType, ...]:
-    x = op.check_tensor(types, 0)
-    if x.rank < 1:
-        op.fail(types, "layer_norm.C1", "the input must have rank >= 1 (it normalizes the "
-                "last axis)")
-    _check_params(op, types, x, ("gamma", "beta"), x.shape[-1], "dimension of reduction",
-                  "layer_norm.C2")
+    x = _last_axis_input(op, types, ("gamma", "beta"), ("layer_norm.C1", "layer_norm.C2"),
+                         "dimension of reduction")
     _check_epsilon(op, types, attrs.get("epsilon"), "layer_norm.C3", positive=True)
     return (x,)
 
@@ -214,12 +221,8 @@ register(OpDef("layer_norm",
 # -- rms_norm ------------------------------------------------------------------------------
 def _rms_norm_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
                     ) -> tuple[ValueType, ...]:
-    x = op.check_tensor(types, 0)
-    if x.rank < 1:
-        op.fail(types, "rms_norm.C1", "the input must have rank >= 1 (it normalizes the last "
-                "axis)")
-    _check_params(op, types, x, ("weight",), x.shape[-1], "the final input dimension",
-                  "rms_norm.C2")
+    x = _last_axis_input(op, types, ("weight",), ("rms_norm.C1", "rms_norm.C2"),
+                         "the final input dimension")
     _check_epsilon(op, types, attrs.get("epsilon"), "rms_norm.C3", positive=False)
     offset = attrs.get("weight_offset")
     if type(offset) is not float or not math.isfinite(offset):
