@@ -258,8 +258,9 @@ def _rms_scale(ops: Operands, attrs: Attrs, expected: Array) -> Any:
 
 
 def _rms_unspecified(x: Array, weight: Array, **attrs: Any) -> np.ndarray:
-    """Order-dependent overflow of the sum of squares or of the result, and squares that
-    underflow (mean(x**2) + epsilon below the smallest normal)."""
+    """Order-dependent overflow of the sum of squares or of the result, squares that
+    underflow (mean(x**2) + epsilon below the smallest normal) and an infinite weight
+    (inf * 0 where the normalized value underflows to 0, which depends on the order)."""
     info = ml_dtypes.finfo(x.dtype)
     f = _finite64(x)
     with np.errstate(all="ignore"):
@@ -267,7 +268,8 @@ def _rms_unspecified(x: Array, weight: Array, **attrs: Any) -> np.ndarray:
         eps = float(np.float32(attrs["epsilon"]))
         m = _rms_scale([x, weight], attrs, np.zeros((), x.dtype))
         out = ((sq > float(info.max)) | _may_overflow(m, _half_count([x], attrs, m), x.dtype)
-               | (sq / max(1, x.shape[-1]) + eps < float(info.smallest_normal)))
+               | (sq / max(1, x.shape[-1]) + eps < float(info.smallest_normal))
+               | np.isinf(np.asarray(weight, np.float64)))
     return np.asarray(np.broadcast_to(out, x.shape))
 
 

@@ -198,6 +198,9 @@ def test_unspecified_elements() -> None:
     assert rms(zero, g[:3], epsilon=0.0, **attrs).all()
     assert not rms(zero, g[:3], epsilon=1e-5, **attrs).any()
     assert rms(np.array([[3e19, 1, 1]], f32), g[:3], epsilon=1e-5, **attrs).all()  # 9e38
+    w = np.array([1, -inf, 1], f32)  # an infinite weight: its column
+    assert rms(np.ones((2, 3), f32), w, epsilon=1e-5, **attrs).tolist() == [
+        [False, True, False]] * 2
 
 
 @pytest.mark.spec("REDUCE-8", "EXEC-4")
