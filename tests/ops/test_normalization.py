@@ -171,6 +171,16 @@ def test_special_values(dtype: np.dtype[Any]) -> None:
     assert_same(got[:3], np.array([[nan] * 4, [nan, -0.0, 0.0, 0.0],
                                    [nan, nan, 0.0, 0.0]], dtype))
     assert_same(got[4], np.array([-0.0, -0.0, -0.0, 0.0], dtype))  # zeros: x * w / sqrt(eps)
+    # parameters: a NaN gamma poisons its column, -0 * z + -0 keeps the sign, a subnormal
+    # gamma scales exactly (z = +-1)
+    sub = float(ml_dtypes.finfo(dtype).smallest_subnormal)
+    x2 = np.array([[1.0, 3.0], [3.0, 1.0]], dtype)
+    got = run(lambda x, g, b: ops.layer_norm(x, g, b, 1e-30), x2,
+              np.array([nan, -0.0], dtype), np.array([0.0, -0.0], dtype))
+    assert_same(got, np.array([[nan, -0.0], [nan, 0.0]], dtype))
+    got = run(lambda x, g, b: ops.group_norm(x, g, b, 1, 0.0), x2,
+              np.array([sub, -sub], dtype), np.array([-0.0, inf], dtype))
+    assert_same(got, np.array([[-sub, inf], [sub, inf]], dtype))
     # group_norm: the NaN group only
     xg = np.array([[nan, 1.0, 2.0, 4.0]], dtype)
     got = run(lambda x, g, b: ops.group_norm(x, g, b, 2, 0.0), xg, one, zero)
