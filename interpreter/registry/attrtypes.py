@@ -57,7 +57,7 @@ _BY_NAME: dict[str, AttrType] = {
     "axis": AttrType("int", _INT, "in [-rank, rank); negative counts from the end (AXIS-1)"),
     "device": AttrType("DeviceRef", _is(DeviceRef), "the result's device"),
     "dtype": AttrType("DType", _is(DType), "the result dtype"),
-    "epsilon": AttrType("float", _FLOAT, "added to the variance (used as its float32 value)"),
+    "epsilon": AttrType("float", _FLOAT, "added to the variance or mean square (as float32)"),
     "exclusive": AttrType("bool", _is(bool)),
     "reverse": AttrType("bool", _is(bool)),
     "high": AttrType("float", _FLOAT),
