@@ -671,7 +671,7 @@ def test_promotion_broadcast_and_scalar_errors() -> None:
 @pytest.mark.spec("gelu.C1", "cast.C1")
 def test_attribute_errors() -> None:
     with pytest.raises(GraphShapeError, match=r"gelu: .*\[gelu\.C1\]"):
-        build(lambda x: ops.gelu(x, approximate="quick"), np.zeros(2, np.float32))
+        build(lambda x: ops.gelu(x, approximate="fast"), np.zeros(2, np.float32))
     with pytest.raises(GraphShapeError, match=r"cast: .*\[cast\.C1\]"):
         build(lambda x: ops.cast(x, np.float32), np.zeros(2, np.float32))  # type: ignore[arg-type]
 
