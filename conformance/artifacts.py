@@ -33,6 +33,7 @@ import numpy as np
 
 from interpreter.dtype import DType
 from interpreter.graph.core import Graph
+from interpreter.types import BufferType
 
 __all__ = [
     "ArtifactDir",
@@ -189,6 +190,13 @@ class ArtifactDir:
         meta = {"test": self.test_id, "executor": self.spec}
         (d / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
+    def repro(self) -> Path | None:
+        """The ``repro.py`` of this test's case, else of its first stored sub-case (None:
+        nothing stored)."""
+        written = sorted((d for d in self._written if (d / "repro.py").exists()),
+                         key=lambda d: (d != self.path, str(d)))
+        return written[0] / "repro.py" if written else None
+
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
         self._written.clear()
@@ -227,7 +235,7 @@ def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
         print(suite_error_message(e, f"loading the stored case {directory}"), file=stream)
         return 3
     try:
-        executor = resolve(executor_spec).executor
+        executor = resolve(executor_spec).under_test()
     except ExecutorSpecError as e:
         print(f"ERROR: {e}", file=stream)
         return 2
@@ -235,8 +243,9 @@ def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
         with quiet():
             verdict = check_case(Case(graph, inputs), executor, InterpreterExecutor(),
                                  label=f"replay of {directory}")
-            if verdict.ok and any(n.op.name == "buffer_create" for n in graph.nodes):
-                # scratch buffers are fresh in every execution (MUT-6): run it again
+            if verdict.ok and any(isinstance(r.type, BufferType) for n in graph.nodes
+                                  for r in n.results):
+                # a buffer made in the graph is fresh in every execution (MUT-6): run it again
                 verdict = check_case(Case(graph, inputs), executor, InterpreterExecutor(),
                                      label=f"replay of {directory} (second execution)")
             problems = [] if not verdict.ok else protocol_problems(directory, executor)
@@ -288,7 +297,7 @@ def protocol_problems(directory: Path | str, executor: Any) -> list[str]:
     """What a value comparison cannot see, on the stored case: outputs sharing memory with
     an input or each other (EXEC-5), and different results from two executions of a graph
     of deterministic ops (TOL-3). Each execution gets a fresh graph and fresh inputs."""
-    from .calls import call_executor
+    from .pipeline import call_executor
 
     problems: list[str] = []
     runs = []

@@ -266,7 +266,7 @@ def replay_pair(first: Path, second: Path, executor_spec: str) -> int:
     try:
         g1, in1 = load_case(first)
         g2, in2 = load_case(second)
-        executor = resolve(executor_spec).executor
+        executor = resolve(executor_spec).under_test()
     except Exception as e:
         print(f"ERROR: {type(e).__name__}: {e}")
         return 3

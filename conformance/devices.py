@@ -1,9 +1,9 @@
 """Executors on devices (EXEC-10..13): the suite's host arrays in, host arrays out.
 
 An executor may declare ``devices`` (default ``(DeviceRef.CPU(),)``), ``to_device(array,
-device)`` and ``to_host(array)``. :func:`with_devices` returns a CPU executor itself (no
-change at all) and wraps any other in :class:`OnDevice`, which the rest of the suite uses
-like a CPU executor:
+device)`` and ``to_host(array)``. For an executor whose ``devices[0]`` is not a CPU, the
+suite's one call pipeline (``conformance.pipeline.ExecutorUnderTest``) hands each call
+over with a :class:`DeviceHandOver`, so the rest of the suite uses it like a CPU executor:
 
 - a graph whose values are all on CPUs is handed over as its copy on ``devices[0]``
   (``interpreter.graph.retarget``; the reference runs the CPU graph, EXEC-14); a graph that
@@ -16,11 +16,11 @@ like a CPU executor:
   suite's host-side checks see the device's side effects (EXEC-3, EXEC-6, EXEC-11);
 - results on a non-CPU device must be native arrays (not ``numpy.ndarray``, EXEC-12) that
   share memory with no input and no other result (EXEC-5); they come back through
-  ``to_host``;
-- the graph handed over must come back unchanged (EXEC-15, :mod:`conformance.unchanged`).
+  ``to_host``.
 
 A violation found here raises :class:`DeviceProtocolError`, which the suite blames on the
-executor (CONF-22).
+executor (CONF-22). The graph handed over must come back unchanged: the pipeline checks the
+device copy, the graph the executor was given (EXEC-15, CONF-83).
 """
 
 from __future__ import annotations
@@ -35,10 +35,7 @@ from interpreter.graph.core import Graph
 from interpreter.graph.retarget import devices_of, retarget
 from interpreter.types import DeviceRef
 
-from .unchanged import Unchanged
-
-__all__ = ["DeviceProtocolError", "OnDevice", "declared_device", "shares_memory",
-           "with_devices"]
+__all__ = ["DeviceHandOver", "DeviceProtocolError", "declared_device", "shares_memory"]
 
 _CPU_DLPACK = 1  # DLDeviceType kDLCPU
 
@@ -58,13 +55,6 @@ def declared_device(executor: Any) -> DeviceRef:
         raise TypeError(f"{type(executor).__name__}.devices must be a non-empty tuple of "
                         f"DeviceRef, got {devices!r} [EXEC-10]")
     return devices[0]
-
-
-def with_devices(executor: Any) -> Any:
-    """``executor`` itself when it serves a CPU, else :class:`OnDevice` around it."""
-    if isinstance(executor, OnDevice) or declared_device(executor).is_cpu():
-        return executor
-    return OnDevice(executor)
 
 
 def _extent(x: Any) -> tuple[Any, int, int] | None:
@@ -109,24 +99,18 @@ def shares_memory(a: Any, b: Any) -> bool:
     return ea is not None and eb is not None and ea[1] < eb[2] and eb[1] < ea[2]
 
 
-class OnDevice:
-    """The executor under test seen with host arrays (see the module docstring)."""
+class DeviceHandOver:
+    """How one executor on a device is handed a call and what comes back (see the module
+    docstring)."""
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.device = declared_device(inner)
-        self.served = frozenset(getattr(inner, "devices", None) or (DeviceRef.CPU(),))
-        to_device = getattr(inner, "to_device", None)
-        to_host = getattr(inner, "to_host", None)
+    def __init__(self, executor: Any) -> None:
+        self.device = declared_device(executor)
+        self.served = frozenset(getattr(executor, "devices", None) or (DeviceRef.CPU(),))
+        to_device = getattr(executor, "to_device", None)
+        to_host = getattr(executor, "to_host", None)
         self._to_device: Callable[[np.ndarray, DeviceRef], Any] = (
             to_device if to_device is not None else lambda a, _d: a)
         self._to_host: Callable[[Any], Any] = to_host if to_host is not None else np.asarray
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def __repr__(self) -> str:
-        return repr(self.inner)
 
     def placed(self, graph: Graph) -> Graph:
         """The graph the executor is given: ``graph`` on ``devices[0]`` when it is all CPU.
@@ -139,23 +123,17 @@ class OnDevice:
         return retarget(graph, self.device) if all(d.is_cpu() for d in devices_of(graph)) \
             else graph
 
-    def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
-        placed = self.placed(graph)
+    def inputs(self, placed: Graph, inputs: Sequence[Any]) -> list[Any]:
+        """The inputs as handed over: on the devices ``placed`` names (EXEC-11, EXEC-16)."""
         types = placed.input_types
         where = [types[i].device if i < len(types) else self.device
                  for i in range(len(inputs))]
         # an input on a device the executor does not serve is handed over as the host array:
         # the executor must refuse the graph (EXEC-16), and to_device cannot place it
-        handed = [self._to_device(a, d) if isinstance(a, np.ndarray) and not d.is_cpu()
-                  and d in self.served else a for a, d in zip(inputs, where, strict=True)]
-        try:
-            with Unchanged(placed):  # the copy handed over comes back unchanged (CONF-83)
-                outputs = list(self.inner.execute(placed, handed))
-        finally:
-            self._bring_back(placed, inputs, handed)
-        return self._results(placed, handed, outputs)
+        return [self._to_device(a, d) if isinstance(a, np.ndarray) and not d.is_cpu()
+                and d in self.served else a for a, d in zip(inputs, where, strict=True)]
 
-    def _bring_back(self, graph: Graph, inputs: Sequence[Any], handed: Sequence[Any]) -> None:
+    def bring_back(self, graph: Graph, inputs: Sequence[Any], handed: Sequence[Any]) -> None:
         """Copy every handed-over input's device contents into its host array (EXEC-11)."""
         for i, (host, dev) in enumerate(zip(inputs, handed, strict=True)):
             if dev is host:
@@ -171,8 +149,8 @@ class OnDevice:
                     f"{self.device}: {host.tolist()} -> {now.tolist()} [EXEC-6]")
             np.copyto(host, now, casting="unsafe")
 
-    def _results(self, graph: Graph, handed: Sequence[Any], outputs: Sequence[Any]
-                 ) -> list[np.ndarray]:
+    def results(self, graph: Graph, handed: Sequence[Any], outputs: Sequence[Any]
+                ) -> list[np.ndarray]:
         """EXEC-12 and EXEC-5 on the device results, then their host copies."""
         types = graph.output_types
         for i, o in enumerate(outputs):

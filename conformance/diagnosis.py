@@ -38,14 +38,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
+from interpreter.evaluate import evaluate
 from interpreter.graph.core import Graph, Node, Value
-from interpreter.rounding import round_to
 from interpreter.types import BufferType
 
 from .compare import compare_arrays, compare_op, same_bits, ulp_distance
@@ -126,53 +125,19 @@ def _ftz(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
     return lambda *a, **k: _each(kernel(*[_flush(x) for x in a], **k), _flush)
 
 
-def _fma_exact(a: float, b: float, c: float) -> float:
-    if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
-        return a * b + c
-    exact = Fraction(a) * Fraction(b) + Fraction(c)
-    if exact == 0:
-        return a * b + c  # the sign of an exact zero follows IEEE addition
-    try:
-        return float(exact)
-    except OverflowError:
-        return float("inf") if exact > 0 else float("-inf")
-
-
-_FMA = np.frompyfunc(_fma_exact, 3, 1)
-
-
 def _fma(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
-    if node.op.name not in ("add", "sub") or len(node.operands) != 2:
-        return None
+    fused = node.op.variants.get("fma")
     dt = _result_dtype(node)
-    if dt is None or not (dt.kind == "f" or dt in _SMALL_TARGETS):
+    if fused is None or dt is None or not (dt.kind == "f" or dt in _SMALL_TARGETS):
         return None
-    x, y = node.operands
-    mx, my = run.producer.get(x), run.producer.get(y)
-    is_mul = [m is not None and m[0].op.name == "mul" for m in (mx, my)]
-    if not any(is_mul):
+    made = [run.producer.get(v) for v in node.operands]
+    is_product = [m is not None and "product" in m[0].op.traits for m in made]
+    if not any(is_product):
         return None
-
-    def fused(lhs: Any, rhs: Any) -> Any:
-        fused_left = is_mul[0]
-        mul = mx if fused_left else my
-        assert mul is not None
-        a, b = (np.asarray(v, np.float64) for v in mul[1])
-        other = np.asarray(rhs if fused_left else lhs, np.float64)
-        if node.op.name == "sub":
-            if fused_left:
-                other = -other
-            else:
-                a = -a
-        a, b, other = np.broadcast_arrays(a, b, other)
-        if dt == np.float64:
-            out = np.asarray(_FMA(a, b, other)).astype(np.float64)
-            return out
-        with np.errstate(all="ignore"):
-            out = a * b + other  # exact product; one rounding to float64 first
-        return round_to(out, dt)
-
-    return fused
+    first = is_product[0]
+    product = made[0 if first else 1]
+    assert product is not None
+    return lambda lhs, rhs: fused(*product[1], rhs if first else lhs, product_first=first)
 
 
 def _excess(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
@@ -185,8 +150,8 @@ def _excess(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
     def wide(*args: Any, **attrs: Any) -> Any:
         args2 = [run.wide.get(v, np.asarray(a).astype(_F32) if np.asarray(a).dtype in _NARROW
                               else a) for v, a in zip(node.operands, args, strict=True)]
-        if node.op.name == "cast":
-            return kernel(*args2, **attrs)  # an explicit cast rounds
+        if "conversion" in node.op.traits:
+            return kernel(*args2, **attrs)  # an explicit conversion rounds
         out = np.asarray(kernel(*args2, **attrs))
         if dt in _NARROW and out.dtype == _F32:
             run.wide[node.results[0]] = out
@@ -197,7 +162,7 @@ def _excess(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
 
 
 def _reduced(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
-    if node.op.category not in _ELEMENTWISE or node.op.name == "cast":
+    if node.op.category not in _ELEMENTWISE or "conversion" in node.op.traits:
         return None
     if _result_dtype(node) != _F32:
         return None
@@ -208,40 +173,19 @@ def _reduced(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
 
 def _double_rounding(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
     dt = _result_dtype(node)
-    if node.op.name != "cast" or dt not in _SMALL_TARGETS:
+    if "double-rounding" not in node.op.variants or dt not in _SMALL_TARGETS:
         return None
     src = np.dtype(node.operands[0].type.dtype.to_numpy())
     if src.itemsize < 8 or src.kind not in "fiu":
         return None
-    return lambda x, **k: np.asarray(x).astype(np.float32).astype(dt)
-
-
-def _nan_reduce(f: Callable[..., Any]) -> Kernel:
-    def kernel(x: Any, *, axis: int) -> Any:
-        x = np.asarray(x)
-        if not _is_float(x):
-            return None
-        with np.errstate(all="ignore"):
-            return np.asarray(f(x.astype(np.float64), axis=axis, keepdims=True)).astype(x.dtype)
-    return kernel
-
-
-_NAN_DROP: dict[str, Kernel] = {
-    "max": np.fmax, "min": np.fmin,
-    "reduce_max": _nan_reduce(np.nanmax), "reduce_min": _nan_reduce(np.nanmin),
-    "reduce_sum": _nan_reduce(np.nansum), "reduce_mean": _nan_reduce(np.nanmean),
-    "reduce_prod": _nan_reduce(np.nanprod),
-}
+    return node.op.variants["double-rounding"]
 
 
 def _nan_dropped(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
-    alt = _NAN_DROP.get(node.op.name)
     dt = _result_dtype(node)
-    if alt is None or dt is None or not (dt.kind == "f" or dt in _SMALL_TARGETS):
+    if dt is None or not (dt.kind == "f" or dt in _SMALL_TARGETS):
         return None
-    if node.op.name in ("max", "min"):
-        return lambda a, b: np.asarray(alt(a, b)).astype(dt)
-    return lambda x, **k: alt(x, **k)
+    return node.op.variants.get("nan-dropped")
 
 
 def _unsigned_zero(a: Any) -> Any:
@@ -257,60 +201,15 @@ def _signed_zero(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
     return lambda *a, **k: _each(kernel(*a, **k), _unsigned_zero)
 
 
-def _saturate(f: Callable[..., Any]) -> Kernel:
-    def kernel(*args: Any) -> Any:
-        dt = np.asarray(args[0]).dtype
-        info = np.iinfo(dt)
-        wide = f(*[np.asarray(a).astype(object) for a in args])
-        return np.asarray(np.clip(wide, int(info.min), int(info.max))).astype(dt)
-    return kernel
-
-
-_SATURATING: dict[str, Kernel] = {
-    "add": _saturate(lambda a, b: a + b), "sub": _saturate(lambda a, b: a - b),
-    "mul": _saturate(lambda a, b: a * b), "negate": _saturate(lambda a: -a),
-    "abs": _saturate(lambda a: np.abs(a)),
-}
-
-
 def _int_saturation(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
     dt = _result_dtype(node)
-    if dt is None or dt.kind not in "iu" or node.op.name not in _SATURATING:
+    if dt is None or dt.kind not in "iu":
         return None
-    return _SATURATING[node.op.name]
-
-
-def _half_away(x: Any) -> Any:
-    x = np.asarray(x)
-    if not _is_float(x):
-        return x
-    w = x.astype(np.float64)
-    return (np.sign(w) * np.floor(np.abs(w) + 0.5)).astype(x.dtype)
-
-
-def _trunc_div(a: Any, b: Any) -> Any:
-    a, b = np.asarray(a), np.asarray(b)
-    if a.dtype.kind in "iu":
-        q = np.trunc(np.true_divide(a.astype(np.float64), np.where(b == 0, 1, b)))
-        return q.astype(a.dtype)
-    with np.errstate(all="ignore"):
-        return np.trunc(a.astype(np.float64) / b.astype(np.float64)).astype(a.dtype)
-
-
-def _trunc_mod(a: Any, b: Any) -> Any:
-    a, b = np.asarray(a), np.asarray(b)
-    with np.errstate(all="ignore"):
-        if a.dtype.kind in "iu":
-            return np.fmod(a, np.where(b == 0, 1, b)).astype(a.dtype)
-        return np.fmod(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
-
-
-_ROUNDING: dict[str, Kernel] = {"round": _half_away, "floor_div": _trunc_div,
-                                "mod": _trunc_mod}
+    return node.op.variants.get("int-saturation")
 
 
 def _rounding_mode(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
-    return _ROUNDING.get(node.op.name)
+    return node.op.variants.get("rounding-mode")
 
 
 @dataclass(frozen=True)
@@ -347,44 +246,63 @@ _VARIANTS: dict[str, _Class] = {
 #: every diagnosis class name (what ``deviations = [...]`` accepts)
 CLASSES: tuple[str, ...] = (*_VARIANTS, "transcendental", "store-order", "stale-buffer",
                             "nan-payload", "layout")
-_ACCESS = ("buffer_load", "buffer_store", "buffer_store_slice")
 #: at most this many reorderings are tried per failure (store-order)
 MAX_ORDERS = 64
+
+
+# -- buffers: told apart by their types, not by op names --------------------------------------
+def _accesses(node: Node) -> bool:
+    """Whether ``node`` reads or writes the buffer that is its first operand."""
+    return bool(node.operands) and isinstance(node.operands[0].type, BufferType)
+
+
+def _stores(node: Node) -> bool:
+    return node.op.side_effect and _accesses(node)
+
+
+def _creates(node: Node) -> bool:
+    """Whether ``node`` makes a fresh buffer (no operands, a buffer result)."""
+    return not node.operands and any(isinstance(r.type, BufferType) for r in node.results)
 
 
 # -- evaluation --------------------------------------------------------------------------------
 def variant_outputs(graph: Graph, inputs: Sequence[np.ndarray], classes: Sequence[str]
                     ) -> tuple[dict[str, np.ndarray], list[list[np.ndarray]]] | None:
     """The graph's outputs (``out<i>``) and final buffers (``buf<i>``) under the variant
-    composed of ``classes``, with each node's operands; None when no class changes a node."""
+    composed of ``classes``, with each node's operands; None when no class changes a node.
+    The reference loop (``evaluate``) runs it, each class wrapping the kernel in turn."""
     wraps = [_VARIANTS[c].wrap for c in classes if c in _VARIANTS]
     run = _Run()
-    copies = [np.array(a, copy=True) for a in inputs]
-    env: dict[Value, Any] = dict(zip(graph.inputs, copies, strict=True))
     changed = False
-    with np.errstate(all="ignore"):
-        for node in graph.nodes:
-            kernel: Kernel = node.op.kernel
-            for w in wraps:
-                k2 = w(node, kernel, run)
-                if k2 is not None:
-                    kernel, changed = k2, True
-            args = [env[v] for v in node.operands]
-            run.operands.append([np.asarray(a) for a in args])
-            out = kernel(*args, **node.attrs)
-            if len(node.results) == 1:
-                outs: tuple[Any, ...] = (out,)
-            else:
-                outs = () if out is None else tuple(out)
-            for r, o in zip(node.results, outs, strict=True):
-                env[r] = o
-                run.producer[r] = (node, args)
+
+    def kernel_for(node: Node) -> Kernel | None:
+        nonlocal changed
+        kernel: Kernel = node.op.kernel
+        for w in wraps:
+            k2 = w(node, kernel, run)
+            if k2 is not None:
+                kernel, changed = k2, True
+        return kernel
+
+    def record(pos: int, node: Node, args: list[Any], outs: tuple[Any, ...]) -> None:
+        run.operands.append([np.asarray(a) for a in args])
+        for r in node.results:
+            run.producer[r] = (node, args)
+
+    copies = [np.array(a, copy=True) for a in inputs]
+    outputs = evaluate(graph, copies, on_node=record, kernel=kernel_for)
     if not changed:
         return None
-    result = {f"out{i}": np.asarray(env[v]) for i, v in enumerate(graph.outputs or ())}
-    result.update({f"buf{i}": copies[i] for i, v in enumerate(graph.inputs)
+    return _values(graph, outputs, copies), run.operands
+
+
+def _values(graph: Graph, outputs: Sequence[np.ndarray], buffers: Sequence[np.ndarray]
+            ) -> dict[str, np.ndarray]:
+    """``out<i>`` for the outputs, ``buf<i>`` for the buffer inputs' final contents."""
+    result = {f"out{i}": np.asarray(a) for i, a in enumerate(outputs)}
+    result.update({f"buf{i}": buffers[i] for i, v in enumerate(graph.inputs)
                    if isinstance(v.type, BufferType)})
-    return result, run.operands
+    return result
 
 
 def _agrees(graph: Graph, want: dict[str, np.ndarray], operands: list[list[np.ndarray]],
@@ -501,19 +419,20 @@ def _orders(graph: Graph) -> list[tuple[str, list[int]]]:
     made = {r: k for k, node in enumerate(graph.nodes) for r in node.results}
     per: dict[Value, list[int]] = {}
     for k, node in enumerate(graph.nodes):
-        if node.op.name in _ACCESS:
+        if _accesses(node):
             per.setdefault(node.operands[0], []).append(k)
     name = [node.op.name for node in graph.nodes]
+    writes = [_stores(node) for node in graph.nodes]
     moves: dict[tuple[str, str], list[tuple[int, int]]] = {}
     drops: dict[tuple[str, str], list[int]] = {}
     for ks in per.values():
         for a, b in itertools.pairwise(ks):
-            if name[a] == name[b] == "buffer_load":
-                continue
+            if not writes[a] and not writes[b]:
+                continue  # two loads
             if all(made.get(v, -1) < a for v in graph.nodes[b].operands[1:]):
                 moves.setdefault((name[a], name[b]), []).append((a, b))
         for a, nxt in zip(ks, [*ks[1:], None], strict=True):
-            if name[a] != "buffer_load":
+            if writes[a]:
                 drops.setdefault((name[a], "end" if nxt is None else name[nxt]),
                                  []).append(a)
 
@@ -544,24 +463,24 @@ def _orders(graph: Graph) -> list[tuple[str, list[int]]]:
 
 def _run_order(graph: Graph, inputs: Sequence[np.ndarray], order: Sequence[int]
                ) -> tuple[dict[str, np.ndarray], list[list[np.ndarray]]] | None:
-    copies = [np.array(a, copy=True) for a in inputs]
-    env: dict[Value, Any] = dict(zip(graph.inputs, copies, strict=True))
-    operands: list[list[np.ndarray]] = [[] for _ in graph.nodes]
-    with np.errstate(all="ignore"):
-        for k in order:
-            node = graph.nodes[k]
-            args = [env[v] for v in node.operands]
-            operands[k] = [np.array(a, copy=True) for a in args]
-            out = node.op.kernel(*args, **node.attrs)
-            outs: tuple[Any, ...] = ((out,) if len(node.results) == 1
-                                     else () if out is None else tuple(out))
-            env.update(zip(node.results, outs, strict=True))
-    if any(v not in env for v in graph.outputs or ()):
+    """The reference run of ``graph``'s nodes in ``order`` (some may be left out), with each
+    node's operands as it received them; None when an output's node was left out."""
+    made = set(graph.inputs)
+    for k in order:
+        made.update(graph.nodes[k].results)
+    if any(v not in made for v in graph.outputs or ()):
         return None  # an output of a dropped node
-    result = {f"out{i}": np.asarray(env[v]) for i, v in enumerate(graph.outputs or ())}
-    result.update({f"buf{i}": copies[i] for i, v in enumerate(graph.inputs)
-                   if isinstance(v.type, BufferType)})
-    return result, operands
+    reordered = Graph(f"{graph.name}_reordered")
+    reordered.inputs, reordered.outputs = graph.inputs, graph.outputs
+    reordered.nodes = [graph.nodes[k] for k in order]
+    operands: list[list[np.ndarray]] = [[] for _ in graph.nodes]
+
+    def record(pos: int, node: Node, args: list[Any], outs: tuple[Any, ...]) -> None:
+        operands[order[pos]] = [np.array(a, copy=True) for a in args]
+
+    copies = [np.array(a, copy=True) for a in inputs]
+    outputs = evaluate(reordered, copies, on_node=record)
+    return _values(graph, outputs, copies), operands
 
 
 def _stale_buffers(graph: Graph, actual: dict[str, np.ndarray]) -> list[Finding]:
@@ -569,10 +488,10 @@ def _stale_buffers(graph: Graph, actual: dict[str, np.ndarray]) -> list[Finding]
     into it holds nonzero bytes (MUT-4, MUT-6: storage reused without clearing)."""
     first: dict[Value, Node] = {}
     for node in graph.nodes:
-        if node.op.name in _ACCESS and node.operands[0] not in first:
+        if _accesses(node) and node.operands[0] not in first:
             first[node.operands[0]] = node
-    fresh = {first[r].results[0] for node in graph.nodes if node.op.name == "buffer_create"
-             for r in node.results if r in first and first[r].op.name == "buffer_load"}
+    fresh = {first[r].results[0] for node in graph.nodes if _creates(node)
+             for r in node.results if r in first and not _stores(first[r])}
     bad = [f"out{i}" for i, v in enumerate(graph.outputs or ()) if v in fresh
            and (a := actual.get(f"out{i}")) is not None and a.size
            and np.ascontiguousarray(a).view(np.uint8).any()]
@@ -611,7 +530,7 @@ def diagnose(graph: Graph, inputs: Sequence[np.ndarray], expected: dict[str, np.
         return form
     found = [Finding(name, c.rule, c.what) for name, c in _VARIANTS.items()
              if _variant(graph, inputs, actual, [name]) is not None]
-    if not found and any(n.op.name in _ACCESS for n in graph.nodes):
+    if not found and any(_accesses(n) for n in graph.nodes):
         found = _stale_buffers(graph, actual) or _store_order(graph, inputs, actual)
     return form + (found or _transcendental(graph, expected, actual))
 

@@ -29,13 +29,15 @@ from interpreter.errors import UnsupportedGraphError
 from interpreter.evaluate import evaluate
 from interpreter.graph.core import Graph, Node, Value
 from interpreter.graph.lowering import lower
-from interpreter.registry import REGISTRY
+from interpreter.registry import op_with
 from interpreter.types import BufferType
 
-from .calls import ExecutorRaised, SuiteError, call_executor
+from .calls import ExecutorRaised, SuiteError
 from .compare import Mismatch, as_numpy, compare_arrays, compare_op
 from .layout import byte_exact_buffers, byte_exact_values, layout_problem, nan_bytes
+from .pipeline import call_executor
 from .strategies import Case
+from .verdicts import Finding, indent, render_findings, rules_in
 
 __all__ = [
     "Divergence",
@@ -65,13 +67,18 @@ class Divergence:
 
     def __str__(self) -> str:
         return (f"first diverging node: #{self.index} {self.node}\n"
-                + _indent(self.mismatch.message))
+                + indent(self.mismatch.message))
 
 
 @dataclass
 class Verdict:
+    """The judgement of one case: ``message`` renders ``title`` and ``findings`` (each with
+    its rule ids, ``conformance.verdicts``)."""
+
     ok: bool
     message: str = ""
+    title: str = ""
+    findings: list[Finding] = field(default_factory=list)
     expected: dict[str, np.ndarray] = field(default_factory=dict)
     actual: dict[str, np.ndarray] = field(default_factory=dict)
     divergence: Divergence | None = None
@@ -79,10 +86,6 @@ class Verdict:
     #: the outputs and buffer inputs that fail (not those within tolerance or explained by
     #: the executor's own operands); the divergence search starts from these only
     failing: list[Value] = field(default_factory=list)
-
-
-def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())
 
 
 def buffer_inputs(graph: Graph) -> list[int]:
@@ -115,7 +118,7 @@ def prefix_graph(graph: Graph, stop: int, observe: Sequence[Value], name: str = 
         results = g.stage(node.op, [env[v] for v in node.operands], node.attrs)
         env.update(zip(node.results, results, strict=True))
     outs = []
-    load = REGISTRY["buffer_load"]
+    load = op_with("buffer-load")
     for v in observe:
         mapped = env[v]
         if isinstance(mapped.type, BufferType):
@@ -224,8 +227,9 @@ def check_case(case: Case, executor: Any, reference: Any, *, label: str = "",
     title = label or graph.name
     if len(got_raw) != len(expected):
         verdict.ok = False
-        verdict.message = (f"{title}: executor returned {len(got_raw)} outputs; the graph "
-                           f"declares {len(expected)} [EXEC-4]")
+        verdict.title = verdict.message = (f"{title}: executor returned {len(got_raw)} "
+                                           f"outputs; the graph declares {len(expected)} "
+                                           "[EXEC-4]")
         return verdict
 
     differing: list[tuple[str, Value, Mismatch]] = []
@@ -292,16 +296,15 @@ def check_case(case: Case, executor: Any, reference: Any, *, label: str = "",
     # a soft value fails when the divergence lies upstream of it (others are not proven)
     proven = [(v, s) for v, s in soft if div is not None and div.index in cone(graph, [v])]
     verdict.failing = [v for v, _ in hard + proven]
-    parts = [f"{title}: the executor's results differ from the reference"]
-    parts += [_indent(h) for _, h in hard]
-    if not hard:
-        parts += [_indent(s) for _, s in proven]
+    verdict.title = f"{title}: the executor's results differ from the reference"
+    verdict.findings = [Finding(m, rules_in(m) or ("TOL-1",)) for _, m in hard or proven]
     if div is not None and len(graph.nodes) > 1:
-        parts.append(_indent(str(div)))
+        verdict.findings.append(Finding(str(div), rules_in(str(div)) or ("TOL-1", "CONF-20")))
     elif len(graph.nodes) > 1 and locate and not form_only:
-        parts.append("  every node agrees when run as a prefix of the graph: the result "
-                     "depends on the surrounding graph (fusion or scheduling)")
-    verdict.message = "\n".join(parts)
+        verdict.findings.append(Finding(
+            "every node agrees when run as a prefix of the graph: the result depends on the "
+            "surrounding graph (fusion or scheduling)", ("CONF-20",)))
+    verdict.message = render_findings(verdict.title, verdict.findings)
     return verdict
 
 

@@ -2,8 +2,9 @@
 object (CONF-1/2).
 
 ``module:Class`` and ``module:factory`` are called with no arguments; ``module:attr.path``
-may also name a ready-made object. The result must satisfy ``interpreter.executor.Executor``;
-an executor declaring non-CPU ``devices`` comes back wrapped in ``devices.OnDevice``.
+may also name a ready-made object. The result must satisfy ``interpreter.executor.Executor``
+and declare valid ``devices`` (EXEC-10); the suite wraps it once, in
+``pipeline.ExecutorUnderTest``.
 Every problem raises :class:`ExecutorSpecError` with a one-line message (a constructor
 raising ``ExecutorUnavailableError``: the executor cannot run here, and why, EXEC-13).
 """
@@ -21,7 +22,8 @@ from interpreter.errors import ExecutorUnavailableError
 from interpreter.executor import Executor, InterpreterExecutor
 from interpreter.selection import executor_names
 
-from .devices import OnDevice, with_devices
+from .devices import declared_device
+from .pipeline import ExecutorUnderTest
 
 __all__ = [
     "REFERENCE_SPEC",
@@ -48,9 +50,14 @@ class ResolvedExecutor:
     module: str
     version: str
 
+    def under_test(self) -> ExecutorUnderTest:
+        """A fresh wrapping of the executor in the suite's call pipeline (CONF-110)."""
+        return ExecutorUnderTest(self.executor)
+
     def describe(self) -> str:
-        where = (f"; graphs on {self.executor.device}, arrays via to_device/to_host"
-                 if isinstance(self.executor, OnDevice) else "")
+        device = declared_device(self.executor)
+        where = ("" if device.is_cpu()
+                 else f"; graphs on {device}, arrays via to_device/to_host")
         return f"{self.spec} -> {self.executor!r} ({self.module} {self.version}){where}"
 
 
@@ -122,7 +129,7 @@ def resolve(spec: str | None) -> ResolvedExecutor:
                                 "Executor (it needs a method execute(graph, inputs)) "
                                 "[EXEC-1]")
     try:
-        obj = with_devices(obj)  # EXEC-10: a device executor is driven through OnDevice
+        declared_device(obj)  # EXEC-10: a device executor's calls are handed over
     except TypeError as e:
         raise ExecutorSpecError(f"--executor={spec}: {_one_line(e)}") from None
     return ResolvedExecutor(spec, obj, module_name, module_version(module_name))

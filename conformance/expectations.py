@@ -225,7 +225,8 @@ def _metadata(item: pytest.Item) -> tuple[str | None, str | None, dict[str, str]
     return op, dtype, params
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def configure(config: pytest.Config) -> None:
+    """Load the expectations file (``--conformance-xfails``)."""
     path = config.getoption("conformance_xfails", None)
     config.stash[_ENTRIES] = load(path) if path else []
     config.stash[_DEVIATIONS] = load_deviations(path) if path else []
@@ -233,20 +234,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SEEN] = {}
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    rep = yield
+def apply(item: pytest.Item, rep: pytest.TestReport) -> None:
+    """An expected failure becomes xfailed, a strict entry's pass a failure (CONF-6/7)."""
     entries = item.config.stash.get(_ENTRIES, [])
     if not entries or rep.when != "call":
-        return rep
+        return
     op, dtype, params = _metadata(item)
     entry = next((e for e in entries if e.matches(item.nodeid, op, dtype, params)), None)
     if entry is None:
-        return rep
+        return
     outcome = "failed" if rep.failed else "passed" if rep.passed else "skipped"
     if rep.failed and any(k == "conformance" and isinstance(v, dict)
                           and v.get("outcome") == "suite_error" for k, v in rep.user_properties):
-        return rep  # a suite error is never an expected failure of the executor (CONF-22)
+        return  # a suite error is never an expected failure of the executor (CONF-22)
     rep.user_properties.append((PROP, {"entry": entry.index, "outcome": outcome}))
     if rep.failed:
         rep.outcome = "skipped"
@@ -255,11 +255,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         rep.outcome = "failed"
         rep.longrepr = (f"XPASS(strict): {entry.describe()} expects this test to fail "
                         f"({entry.reason}) but it passed [CONF-7]")
-    return rep
 
 
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config
-                             ) -> tuple[str, str, str] | None:
+def status(report: pytest.TestReport) -> tuple[str, str, str] | None:
     """Refusals are their own outcome (CONF-5); so are deviations (CONF-42)."""
     if report.passed and report.when == "call" and _deviated(report):
         return "deviation", "D", "DEVIATION"
@@ -279,10 +277,8 @@ def _deviated(report: pytest.TestReport) -> list[str]:
 
 
 # -- controller side -----------------------------------------------------------------------------
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    config = _CONFIG[-1] if _CONFIG else None
-    if config is None:
-        return
+def add_result(config: pytest.Config, report: pytest.TestReport) -> None:
+    """Count the declared deviations met and each entry's outcomes."""
     if report.when == "call":
         seen = config.stash.get(_SEEN, {})
         for c in _deviated(report):
@@ -291,14 +287,6 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     for key, value in getattr(report, "user_properties", ()):
         if key == PROP and isinstance(value, dict) and 0 <= value.get("entry", -1) < len(entries):
             entries[value["entry"]].outcomes.append(value["outcome"])
-
-
-_CONFIG: list[pytest.Config] = []
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    _CONFIG.append(session.config)
 
 
 def _replay(entry: Entry, config: pytest.Config) -> str | None:
@@ -318,8 +306,8 @@ def _replay(entry: Entry, config: pytest.Config) -> str | None:
     return f"its pinned example {entry.example} passes now" if code == 0 else None
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
+def finish(session: pytest.Session) -> None:
+    """The stale entries (CONF-7); a strict one fails the run."""
     config = session.config
     if hasattr(config, "workerinput"):
         return  # xdist worker: the controller decides
@@ -346,8 +334,7 @@ def stale_entries(config: pytest.Config) -> list[dict[str, Any]]:
     return list(stale)
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config
-                            ) -> None:
+def summary(terminalreporter: Any, config: pytest.Config) -> None:
     entries = config.stash.get(_ENTRIES, [])
     deviations = config.stash.get(_DEVIATIONS, [])
     if not (entries or deviations) or hasattr(config, "workerinput"):
@@ -369,7 +356,3 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(f"STALE {s['selector']}: {s['why']} -- reason was: {s['reason']}"
                       + (" (strict: the run fails)" if s["strict"] else ""))
 
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if _CONFIG and _CONFIG[-1] is config:
-        _CONFIG.pop()

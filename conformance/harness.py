@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
-import pytest
 from _pytest.outcomes import Failed, Skipped
 from hypothesis import reject
 from hypothesis.errors import Unsatisfiable
@@ -30,12 +29,13 @@ from .expectations import declared_deviations
 from .history import History, explain_with_history, fresh_executors
 from .minimize import budget_from, in_final_example, minimize_raised_stored, minimize_stored
 from .outcomes import not_covered, record, refused
+from .pipeline import under_test
 from .sequences import Step
 from .strategies import INPUT_SETS, Case
 from .value_classes import ValueReach
+from .verdicts import Failure
 
-__all__ = ["REFUSAL_STOP", "CountingExecutor", "ExecutorError", "Harness", "SuiteFailure",
-           "graphs_per_cell"]
+__all__ = ["REFUSAL_STOP", "ExecutorError", "Harness", "SuiteFailure", "graphs_per_cell"]
 
 #: A cell whose first ``REFUSAL_STOP`` examples are all refused ends *refused* (CONF-34).
 REFUSAL_STOP = 5
@@ -62,24 +62,6 @@ def _option(config: Any, name: str, default: Any) -> Any:
         return config.getoption(name)
     except (ValueError, AttributeError):
         return default
-
-
-class CountingExecutor:
-    """The executor under test, counting its calls and the distinct graph structures
-    (``Graph.structural_hash``) it was given: what a compiling executor pays for (CONF-32)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.calls = 0
-        self.structures: set[str] = set()
-
-    def execute(self, graph: Any, inputs: Sequence[Any]) -> list[Any]:
-        self.calls += 1
-        self.structures.add(graph.structural_hash())
-        return list(self.inner.execute(graph, inputs))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 class _CellRefused(Skipped):
@@ -112,8 +94,8 @@ class Harness:
         self.meta: dict[str, Any] = {"op": op, "dtype": dtype, "shape_class": shape_class,
                                      "rules": list(rules)}
         record(request, **self.meta)  # recorded up front: failures are reported too
-        self.counter = CountingExecutor(executor)
-        self.executor = self.counter
+        self.executor = under_test(executor)  # the one call pipeline
+        self.tally = self.executor.start_tally()  # its calls in this test (CONF-32)
         self.reference = reference
         self.artifacts = artifacts
         self.label = label
@@ -179,17 +161,17 @@ class Harness:
                 raise _CellRefused("refused") from None
             reject()
         except ExecutorRaised as e:
+            failure = Failure(f"{self.label}: {e.describe()}",
+                              repro=where / "repro.py" if where else None)
             try:  # CONF-19: while the executor still raises this exception type
-                extra = minimize_raised_stored(
+                failure.note(minimize_raised_stored(
                     case, e, self.executor, self.reference, self.artifacts,
-                    budget=budget_from(getattr(self.request, "config", None)))
-                extra += self._with_history("raised")
+                    budget=budget_from(getattr(self.request, "config", None))))
+                failure.note(self._with_history("raised"))
             except Exception as err:
                 self._suite_error(err, where, f"\n(while minimising: {e.describe()})")
-            repro = f"repro: python {where / 'repro.py'}" if where else ""
-            message = f"{self.label}: {e.describe()}\n{repro}{extra}"
-            self._write_failure(message)
-            raise ExecutorError(message) from None
+            self._write_failure(failure.render())
+            failure.fail(self.request, ExecutorError)
         except Exception as e:
             self._suite_error(e, where)
         self.value_checks += 1
@@ -199,6 +181,9 @@ class Harness:
             return verdict
         if self._deviation(case, verdict):
             return verdict
+        assert where is not None  # written before the executor ran
+        failure = Failure(verdict.title, verdict.findings, artifacts=where,
+                          repro=where / "repro.py")
         try:
             final = in_final_example()
             # diagnosed on the case as generated: its values tell the classes apart best
@@ -209,32 +194,31 @@ class Harness:
                 label=self.label, budget=budget_from(getattr(self.request, "config", None)))
             if not self._explained(small, small_verdict):  # shrunk onto a declared deviation
                 case, verdict = small, small_verdict
-            else:
-                extra = ""
+                failure.title, failure.findings = verdict.title, verdict.findings
+                failure.note(extra)
             if final and not found:
                 text, found = annotate(case.graph, case.inputs, verdict.expected,
                                        verdict.actual)
             if final:  # CONF-40
-                verdict.message += "\n" + text if text else ""
+                failure.diagnosis, failure.diagnosed = text, found
                 record(self.request, **self.meta, diagnosis=found,
                        deviations=list(self.deviated))
-            self.artifacts.write_results(verdict.expected, verdict.actual, verdict.message)
             if verdict.divergence is not None and len(case.graph.nodes) > 1:
                 sub = self.artifacts.write_case(verdict.divergence.graph, case.inputs,
                                                 sub="divergence",
                                                 note=f"first diverging node "
                                                      f"#{verdict.divergence.index}")
                 (sub / "failure.txt").write_text(str(verdict.divergence) + "\n")
-                extra += f"\nrepro of the first diverging node: python {sub / 'repro.py'}"
-            extra += self._with_history("values")
+                failure.note(f"repro of the first diverging node: python {sub / 'repro.py'}")
+            failure.note(self._with_history("values"))
+            if (where / "graph.device.txt").exists():  # a device executor (CONF-76)
+                failure.note(f"the executor was handed the graph on its device: "
+                             f"{where / 'graph.device.txt'}")
+            self.artifacts.write_results(verdict.expected, verdict.actual, failure.render())
         except Exception as e:
             self._suite_error(e, where, f"\n(while writing the artifacts of this failure:\n"
-                                        f"{verdict.message})")
-        if (where / "graph.device.txt").exists():  # a device executor (CONF-76)
-            extra += (f"\nthe executor was handed the graph on its device: "
-                      f"{where / 'graph.device.txt'}")
-        pytest.fail(f"{verdict.message}\nartifacts: {where}\n"
-                    f"repro: python {where / 'repro.py'}{extra}", pytrace=False)
+                                        f"{failure.render()})")
+        failure.fail(self.request)
 
     def _with_history(self, kind: str) -> str:
         """In the final example, outside ``--conformance-isolate`` and with minimisation on:
@@ -280,11 +264,12 @@ class Harness:
             pass  # the message itself still reaches the vendor
 
     def _suite_error(self, e: Exception, where: Any, extra: str = "") -> NoReturn:
-        message = suite_error_message(e, self.label) + extra
+        failure = Failure(suite_error_message(e, self.label), suite_error=True)
+        failure.note(extra)
         if where is not None:
-            message += f"\nthe case: {where}"
-        self._write_failure(message)
-        raise SuiteFailure(message) from None
+            failure.note(f"the case: {where}")
+        self._write_failure(failure.render())
+        failure.fail(self.request, SuiteFailure)
 
     def run(self, prop: Callable[[], None]) -> None:
         """Run a ``@given`` property; no generated example at all ends as not covered.
@@ -313,7 +298,7 @@ class Harness:
         """``structures`` (distinct graph structures given to the executor, minimisation
         and local checks included), ``calls`` (executor calls) and ``value_checks``
         (graph x input set pairs judged) so far (CONF-32)."""
-        return {"structures": len(self.counter.structures), "calls": self.counter.calls,
+        return {"structures": len(self.tally.structures), "calls": self.tally.calls,
                 "value_checks": self.value_checks}
 
     def finish(self) -> None:

@@ -28,12 +28,11 @@ from interpreter.errors import UnsupportedGraphError
 from interpreter.graph.core import Graph
 
 from .artifacts import ArtifactDir, load_arrays, repro_script, save_arrays
-from .calls import ExecutorRaised, call_executor
-from .devices import DeviceProtocolError
+from .calls import ExecutorRaised
 from .differential import ReferenceRefused, Verdict, check_case
+from .pipeline import call_executor
 from .sequences import Step
 from .strategies import Case
-from .unchanged import GraphChangedError
 
 __all__ = ["HISTORY_BYTES", "Failure", "History", "Shrunk", "explain_with_history",
            "fresh_executors", "load_history", "replay_history", "run_sequence", "shrink",
@@ -123,7 +122,7 @@ def _unjudged(step: Step, index: int, executor: Any, label: str
                     "must come before any side effect [EXEC-3]"))
         return "refused", None
     except ExecutorRaised as e:
-        if isinstance(e.original, GraphChangedError | DeviceProtocolError):
+        if e.found_around_the_call:
             return "raised", Failure(index, "raised", f"{what}: {e.describe()}")
         return f"raised {type(e.original).__name__}", None
     return "returned", None
@@ -209,14 +208,13 @@ Factory = Callable[[], Any]
 
 def fresh_executors(config: Any) -> Factory:
     """A factory of fresh instances of the run's ``--executor`` (as the session's one:
-    ``resolve``, with the suite's blame wrapper; CONF-92)."""
-    from .calls import BlamedExecutor
+    ``resolve``, in the suite's call pipeline; CONF-92)."""
     from .executors import resolve
 
     spec = config.getoption("executor") if config is not None else None
 
     def build() -> Any:
-        return BlamedExecutor(resolve(spec).executor)
+        return resolve(spec).under_test()
     return build
 
 
@@ -368,7 +366,7 @@ def replay_history(directory: Path | str, executor_spec: str, out: Any = None) -
         print(suite_error_message(e, f"loading the stored history {directory}"), file=stream)
         return 3
     try:
-        executor = resolve(executor_spec).executor
+        executor = resolve(executor_spec).under_test()
     except ExecutorSpecError as e:
         print(f"ERROR: {e}", file=stream)
         return 2

@@ -4,10 +4,10 @@ With ``--conformance-isolate`` every ``execute`` of the executor under test runs
 process started with ``multiprocessing`` *spawn* (a fresh interpreter: safe for CUDA and
 other runtimes that do not survive ``fork``). The worker builds the executor from its
 ``module:attr`` spec once and then serves calls; the graph travels in its text form
-(``Graph.to_text`` / ``Graph.parse``) and the arrays are pickled. The worker compares the
-fresh structural key of the parsed graph it hands the executor before and after the call
-and answers with the first difference (``unchanged.graph_change``); the parent turns a
-change into the same EXEC-15 verdict as the in-process check (``unchanged.change_verdict``,
+(``Graph.to_text`` / ``Graph.parse``) and the arrays are pickled. The worker hands each call
+over with the suite's own pipeline (``pipeline.ExecutorUnderTest.hand_over``: the device
+hand-over and the unchanged-graph check of its parsed copy) and answers with what came
+back; the parent settles it into the verdict of an in-process call (``pipeline.settle``,
 CONF-83).
 
 Before each call a repro directory is written (``graph.txt``, ``inputs.npz``
@@ -16,10 +16,10 @@ is removed; when the worker dies of a signal or overruns ``--conformance-timeout
 raises :class:`ExecutorCrash` naming the signal or the timeout and that directory, the
 worker is restarted for the next call and the run continues.
 
-How the tests use it: the ``executor`` fixture returns ``wrap_executor(config, executor)``,
-which is the executor itself without ``--conformance-isolate`` and an
-:class:`IsolatedExecutor` with it; tests simply call ``executor.execute(graph, inputs)``.
-Code that holds only a spec can call ``run_executor(config, spec, graph, inputs)``.
+How the tests use it: under ``--conformance-isolate`` the ``executor`` fixture's pipeline
+object has ``transport(config, executor)``, an :class:`IsolatedExecutor`, as its transport;
+tests simply call ``executor.execute(graph, inputs)``. Code that holds only a spec can call
+``run_executor(config, spec, graph, inputs)``.
 """
 
 from __future__ import annotations
@@ -44,20 +44,20 @@ import pytest
 
 from interpreter.errors import UnsupportedGraphError
 from interpreter.graph.core import Graph
-from interpreter.graph.key import fresh_structural_key
 
 from .artifacts import case_repro, save_arrays
 from .calls import SuiteError
-from .unchanged import change_verdict, graph_change
+from .pipeline import ExecutorUnderTest, Handed, settle
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "ExecutorCrash",
     "IsolatedExecutor",
     "executor_spec",
+    "isolate_enabled",
     "resolve_spec",
     "run_executor",
-    "wrap_executor",
+    "transport",
 ]
 
 DEFAULT_TIMEOUT = 60.0
@@ -74,12 +74,12 @@ class IsolatedCallError(Exception):
 
 
 # -- executor specs --------------------------------------------------------------------------
-def resolve_spec(spec: str) -> Any:
+def resolve_spec(spec: str) -> ExecutorUnderTest:
     """Build the executor named by ``module:attr.path`` (CONF-1: a class or factory is called
-    with no arguments)."""
+    with no arguments), in the call pipeline."""
     from conformance.executors import resolve
 
-    return resolve(spec).executor
+    return resolve(spec).under_test()
 
 
 def executor_spec(config: pytest.Config | None, executor: Any = None) -> str:
@@ -115,18 +115,17 @@ Answer = (tuple[Literal["ok"], list[np.ndarray], list[np.ndarray], Change]
 
 
 def _raised(e: BaseException) -> Raised:
-    return (type(e).__module__, type(e).__qualname__, str(e), traceback.format_exc())
+    return (type(e).__module__, type(e).__qualname__, str(e),
+            "".join(traceback.format_exception(e)))
 
 
-def _call(executor: Any, graph: Graph, inputs: list[np.ndarray]) -> Answer:
-    """Run one call on the worker's parsed ``graph``; the key before is taken first (a graph
-    without one is the suite's problem: the caller answers "suite")."""
-    before = fresh_structural_key(graph)
-    try:
-        outputs = [np.asarray(o) for o in executor.execute(graph, inputs)]
-    except BaseException as e:
-        return ("err", *_raised(e), graph_change(graph, before))
-    return ("ok", outputs, inputs, graph_change(graph, before))
+def _call(executor: ExecutorUnderTest, graph: Graph, inputs: list[np.ndarray]) -> Answer:
+    """Hand one call over on the worker's parsed ``graph`` (a graph without a key is the
+    suite's problem: ``hand_over`` raises, the caller answers "suite")."""
+    handed = executor.hand_over(graph, inputs)
+    if handed.error is not None:
+        return ("err", *_raised(handed.error), handed.change)
+    return ("ok", [np.asarray(o) for o in handed.outputs or ()], inputs, handed.change)
 
 
 def _serve(requests: Connection, conn: Connection, spec: str) -> None:
@@ -260,6 +259,12 @@ class IsolatedExecutor:
         return d
 
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
+        """The call in the worker, settled (``pipeline.settle``)."""
+        return settle(graph.name, self.hand_over(graph, inputs))
+
+    def hand_over(self, graph: Graph, inputs: Sequence[Any]) -> Handed:
+        """``ExecutorUnderTest.hand_over`` in the worker; a crash or a timeout raises
+        :class:`ExecutorCrash`, the worker's own failure a ``SuiteError``."""
         try:  # the proxy's own work: a failure here is the suite's (CONF-22)
             text = graph.to_text()
             arrays = [np.asarray(a) for a in inputs]
@@ -302,11 +307,7 @@ class IsolatedExecutor:
             raise SuiteError(f"isolation: the worker could not rebuild graph {graph.name!r} "
                              f"({msg[1]}.{msg[2]}: {msg[3]})\n{msg[4]}")
         if msg[0] == "err":
-            error = _rebuild(msg)
-            verdict = None if msg[5] is None else change_verdict(graph.name, msg[5], error)
-            if verdict is not None:  # a refusal after a change (EXEC-15)
-                raise verdict from error
-            raise error
+            return Handed(None, _rebuild(msg), msg[5])
         shutil.rmtree(d, ignore_errors=True)
         _, outputs, after, change = msg
         for i, (mine, theirs) in enumerate(zip(inputs, after, strict=True)):
@@ -315,17 +316,13 @@ class IsolatedExecutor:
                     raise AssertionError(f"executor {self.spec} wrote read-only input {i} "
                                          "[EXEC-6]")
                 np.copyto(mine, theirs)
-        if change is not None:  # the worker's copy came back changed (EXEC-15, CONF-83)
-            verdict = change_verdict(graph.name, change, None)
-            assert verdict is not None  # a returned call's change is always the verdict
-            raise verdict
-        return list(outputs)
+        return Handed(list(outputs), None, change)
 
 
-def _rebuild(msg: tuple[Any, ...]) -> BaseException:
+def _rebuild(msg: tuple[Any, ...]) -> Exception:
     """The worker's exception, rebuilt as its own class when possible (CONF-14)."""
     _, module, qualname, text, tb = msg[:5]
-    exc: BaseException | None = None
+    exc: Exception | None = None
     try:
         cls: Any = importlib.import_module(module)
         for part in qualname.split("."):
@@ -348,10 +345,11 @@ def isolate_enabled(config: pytest.Config | None) -> bool:
     return bool(_option(config, "conformance_isolate", False))
 
 
-def wrap_executor(config: pytest.Config | None, executor: Any) -> Any:
-    """``executor`` itself, or an :class:`IsolatedExecutor` under ``--conformance-isolate``."""
-    if not isolate_enabled(config) or isinstance(executor, IsolatedExecutor):
-        return executor
+def transport(config: pytest.Config | None, executor: Any) -> IsolatedExecutor | None:
+    """The :class:`IsolatedExecutor` of the run's executor under ``--conformance-isolate``,
+    else None (the call runs in this process)."""
+    if not isolate_enabled(config):
+        return None
     assert config is not None
     for e in _EXECUTORS:
         if e.spec == executor_spec(config, executor):
@@ -375,14 +373,16 @@ def run_executor(config: pytest.Config | None, spec: str, graph: Graph,
     return iso.execute(graph, inputs)
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def header(config: pytest.Config) -> str | None:
+    """The pytest header line of an isolated run."""
     if not isolate_enabled(config):
         return None
     timeout = float(_option(config, "conformance_timeout", DEFAULT_TIMEOUT))
     return f"conformance isolate: each executor call in a spawned worker, timeout {timeout:g} s"
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
+def close_all() -> None:
+    """Stop every worker (at the end of the run)."""
     while _EXECUTORS:
         _EXECUTORS.pop().close()
 

@@ -9,8 +9,8 @@ mutant no cell fails is checked for equivalence (``mutant_equivalence``, CONF-10
 to the reference on a large input set -> *equivalent* (with the reason), else *survived*
 (with a witness input). Score = killed / (killed + survived), per op, per op family and
 in total (CONF-107). ``--target executors`` mutates ``reference_executors/compiling*.py``
-instead and runs the ``--conformance-smoke`` subset against ``CompilingExecutor``
-(CONF-108).
+and ``c_emitter.py`` instead and runs the ``--conformance-smoke`` subset against
+``CompilingExecutor`` (CONF-108).
 
     python -m conformance.mutants [--ops add,reduce_sum] [--list] [-j N]
         [--json PATH] [--markdown PATH] [--equiv-calls N]
@@ -41,12 +41,11 @@ from _pytest.runner import runtestprotocol
 from hypothesis import Phase, settings
 
 from interpreter.errors import UnsupportedGraphError
-from interpreter.evaluate import fresh_outputs
+from interpreter.evaluate import evaluate
 from interpreter.executor import InterpreterExecutor, validate_inputs
-from interpreter.graph.core import Graph, Value
+from interpreter.graph.core import Graph
 from interpreter.graph.lowering import lowered
 from interpreter.registry import REGISTRY
-from interpreter.registry.core import as_results
 
 from .plugin import PROFILES
 
@@ -76,13 +75,8 @@ class MutantExecutor(InterpreterExecutor):
             raise UnsupportedGraphError(f"MutantExecutor: {why}")
         graph = lowered(graph)
         validate_inputs(type(self).__name__, graph, inputs)
-        env: dict[Value, Any] = dict(zip(graph.inputs, inputs, strict=True))
-        with np.errstate(all="ignore"):
-            for node in graph.nodes:
-                kernel = self.ACTIVE.get(node.op.name, node.op.kernel)
-                out = kernel(*[env[v] for v in node.operands], **node.attrs)
-                env.update(zip(node.results, as_results(out), strict=True))
-        return fresh_outputs([env[v] for v in graph.outputs or ()], list(inputs))
+        active = self.ACTIVE
+        return evaluate(graph, inputs, kernel=lambda node: active.get(node.op.name))
 
 
 class FreshCompiling:
@@ -363,8 +357,8 @@ def _table(results: Sequence[MutantResult]) -> str:
 
 
 # -- the compiling executor (mutmut's job, with this module's mutator) --------------------
-EXECUTOR_MODULES = ("reference_executors.compiling", "reference_executors.compiling_plan",
-                    "reference_executors.compiling_native")
+EXECUTOR_MODULES = ("reference_executors.c_emitter", "reference_executors.compiling_plan",
+                    "reference_executors.compiling_native", "reference_executors.compiling")
 
 
 def executor_mutants() -> list[Any]:
@@ -418,6 +412,35 @@ def _install_executor(m: Any) -> None:
     for owner, attr in set(targets):
         _INSTALLED.append(_restorer(owner, attr, getattr(owner, attr)))
         setattr(owner, attr, m.kernel)
+    _INSTALLED.append(_rebuild_tables)
+    _rebuild_tables()
+
+
+def _rebuild_tables() -> None:
+    """Re-run the module-level assignments and ``from`` imports of the executor modules, in
+    import order, so tables built at import from a mutated function (the C emitter's
+    ``ENTRIES`` of factory-made closures, dialects, caches) and names imported from another
+    executor module see the mutant (and, after a restore, the original again)."""
+    import __future__
+
+    import ast as _ast
+    import importlib
+
+    for modname in EXECUTOR_MODULES:
+        mod = importlib.import_module(modname)
+        code = _TABLE_CODE.get(modname)
+        if code is None:
+            tree = _ast.parse(Path(mod.__file__ or "").read_text())
+            tree.body = [s for s in tree.body
+                         if isinstance(s, _ast.Assign | _ast.AnnAssign | _ast.ImportFrom)
+                         and not (isinstance(s, _ast.ImportFrom) and s.module == "__future__")]
+            code = _TABLE_CODE[modname] = compile(
+                tree, mod.__file__ or modname, "exec",
+                flags=__future__.annotations.compiler_flag, dont_inherit=True)
+        exec(code, mod.__dict__)  # the module's own statements, on its own namespace
+
+
+_TABLE_CODE: dict[str, Any] = {}
 
 
 def _restorer(owner: Any, attr: str, old: Any) -> Callable[[], None]:

@@ -15,8 +15,8 @@ from typing import Any, NoReturn
 
 import pytest
 
-__all__ = ["NOT_COVERED", "REFUSED", "SUITE_ERROR_OUTCOME", "is_strict", "mark_outcome",
-           "not_covered", "record", "refused"]
+__all__ = ["NOT_COVERED", "REFUSED", "SUITE_ERROR_OUTCOME", "attach", "is_strict",
+           "mark_outcome", "not_covered", "record", "refused"]
 
 REFUSED = "REFUSED:"
 #: ``outcome`` of a test whose failure is the suite's own exception (CONF-22)
@@ -73,11 +73,16 @@ def record(request_or_node: Any, *, op: str | None = None, dtype: str | None = N
     props.append(("conformance", meta))
 
 
-def mark_outcome(node: Any, outcome: str) -> None:
-    """Add ``outcome`` (e.g. ``suite_error``) to the test's report metadata, keeping the rest."""
-    props = node.user_properties
+def attach(request_or_node: Any, **extra: Any) -> None:
+    """Add ``extra`` keys to the test's report metadata, keeping the rest."""
+    props = getattr(request_or_node, "node", request_or_node).user_properties
     for i, (key, value) in enumerate(props):
         if key == "conformance":
-            props[i] = ("conformance", {**value, "outcome": outcome})
+            props[i] = ("conformance", {**value, **extra})
             return
-    props.append(("conformance", {"outcome": outcome}))
+    props.append(("conformance", dict(extra)))
+
+
+def mark_outcome(node: Any, outcome: str) -> None:
+    """Add ``outcome`` (e.g. ``suite_error``) to the test's report metadata, keeping the rest."""
+    attach(node, outcome=outcome)

@@ -1,14 +1,15 @@
 """``--conformance-report=PATH``: JSON at PATH and a self-contained HTML page next to it
 (CONF-8..10, CONF-60..64).
 
-Results are gathered from test *reports* in ``pytest_runtest_logreport`` on the process that
-writes the terminal output: the only process in a serial run, the controller under
-pytest-xdist (workers ship each report's ``user_properties``). A test contributes its
-verdict, its metadata ``("conformance", {"op", "dtype", "shape_class", "rules", ...})``
-(recorded by ``outcomes.record``; ``structures``, ``calls``, ``value_checks``,
-``diagnosis``, ``deviations`` and ``value_reach`` (CONF-102) are used when present) and the
-rule ids of its ``@pytest.mark.spec`` markers (copied into ``user_properties`` at collection as
-``("conformance_spec", [...])``).
+Results are gathered from test *reports* (the plugin's ``pytest_runtest_logreport`` calls
+:func:`add_result`) on the process that writes the terminal output: the only process in a
+serial run, the controller under pytest-xdist (workers ship each report's
+``user_properties``). A test contributes its verdict, its metadata ``("conformance", {"op",
+"dtype", "shape_class", "rules", ...})`` (recorded by ``outcomes.record``; ``structures``,
+``calls``, ``value_checks``, ``diagnosis``, ``deviations``, ``value_reach`` (CONF-102) and
+``failure``, the structured verdict of a failure (``conformance.verdicts``, CONF-110), are
+used when present) and the rule ids of its ``@pytest.mark.spec`` markers (copied into
+``user_properties`` at collection as ``("conformance_spec", [...])``).
 
 Every result is appended to ``PATH`` with suffix ``.jsonl`` as soon as it is known (one
 flushed line per test, CONF-62), and JSON + HTML are rebuilt from it at most once a minute
@@ -17,7 +18,7 @@ leaves the ``.jsonl``: ``python -m conformance.report PATH.jsonl -o report.html`
 the report of the tests that finished.
 
 Under ``--junitxml`` every test case carries the properties ``op``, ``dtype``,
-``shape_class``, ``outcome``, ``diagnosis`` and ``repro`` (CONF-64).
+``shape_class``, ``outcome``, ``diagnosis``, ``failing_rules`` and ``repro`` (CONF-64).
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ MESSAGE_CHARS = 6000
 #: seconds between two rebuilds of JSON/HTML while the run goes on (CONF-62)
 REBUILD_EVERY = 60.0
 _RULE = re.compile(r"^- \*\*([A-Za-z0-9_.\-]+)\*\*", re.M)
-_REPRO = re.compile(r"repro: python (\S+repro\.py)")
 _RESULTS = pytest.StashKey[dict[str, dict[str, Any]]]()
 _STATE = pytest.StashKey["_Incremental"]()
 
@@ -156,9 +156,11 @@ def record_of(report: pytest.TestReport) -> dict[str, Any]:
         text = str(getattr(report, "wasxfail", "") or "") if verdict == "xfail" else ""
         text = text or report.longreprtext
         rec["message"] = text[:MESSAGE_CHARS]
-        m = _REPRO.search(report.longreprtext)
-        if m:
-            rec["repro"] = m.group(1)
+        failure = meta.get("failure") or {}  # the structured verdict (CONF-110)
+        if failure.get("rules"):
+            rec["failing_rules"] = list(failure["rules"])
+        if failure.get("repro"):
+            rec["repro"] = str(failure["repro"])
     elif verdict in ("refused", "not_covered", "skip"):
         rec["message"] = _skip_reason(report)[:MESSAGE_CHARS]
     return rec
@@ -168,21 +170,22 @@ def _name(v: Any) -> Any:
     return None if v is None else str(getattr(v, "value", v))
 
 
-# -- collection and results ----------------------------------------------------------------------
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# -- collection and results (called by the plugin's hooks) --------------------------------------
+def mark_spec_rules(items: list[pytest.Item]) -> None:
+    """Copy each test's ``@pytest.mark.spec`` ids into its ``user_properties``."""
     for item in items:
         ids = sorted({str(a) for m in item.iter_markers("spec") for a in m.args})
         if ids:
             item.user_properties.append((SPEC_PROP, ids))
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def configure(config: pytest.Config) -> None:
     config.stash[_RESULTS] = {}
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    config = _CONFIG[-1] if _CONFIG else None
-    if config is None or not config.getoption("conformance_report", None):
+def add_result(config: pytest.Config, report: pytest.TestReport) -> None:
+    """Keep the result of a finished test (and append it to the ``.jsonl``, CONF-62)."""
+    if not config.getoption("conformance_report", None):
         return
     if report.when == "setup" and report.passed:
         return  # the call's report follows; until then the test has not finished
@@ -200,55 +203,43 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             state.add(report.nodeid, new)
 
 
-_CONFIG: list[pytest.Config] = []
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    _CONFIG.append(session.config)
-    config = session.config
+def start(config: pytest.Config) -> None:
+    """At the session's start: the controller opens the ``.jsonl`` (CONF-62)."""
     path = config.getoption("conformance_report", None)
     if path and not hasattr(config, "workerinput"):
         config.stash[_STATE] = _Incremental(config, _out_path(config, path))
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
+def close(config: pytest.Config) -> None:
     state = config.stash.get(_STATE, None)
     if state is not None:
         state.close()
-    if _CONFIG and _CONFIG[-1] is config:
-        _CONFIG.pop()
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
-    config = _CONFIG[-1] if _CONFIG else None
-    state = config.stash.get(_STATE, None) if config is not None else None
-    if state is not None:
-        state.collected = max(state.collected, len(ids))
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    state = session.config.stash.get(_STATE, None)
-    if state is not None and not hasattr(session.config, "workerinput"):
-        state.collected = max(state.collected, len(session.items))
+def collected(config: pytest.Config, count: int) -> None:
+    """The number of tests collected (by this process or an xdist worker)."""
+    state = config.stash.get(_STATE, None)
+    if state is not None and not hasattr(config, "workerinput"):
+        state.collected = max(state.collected, count)
 
 
 # -- JUnit XML properties (CONF-64) -------------------------------------------------------------
 _CALL_REPORT = pytest.StashKey[pytest.TestReport]()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    junit = bool(item.config.getoption("xmlpath", None))
-    if junit and call.when == "teardown":  # before the report copies the properties
+def junit_before(item: pytest.Item, when: str) -> None:
+    """Before the teardown report copies the properties: the flat JUnit properties of the
+    test's first failing (or call) report."""
+    if when == "teardown" and item.config.getoption("xmlpath", None):
         first = item.stash.get(_CALL_REPORT, None)
         if first is not None:
             _add_junit_properties(item, first)
-    rep = yield
-    if junit and rep.when != "teardown" and (rep.when == "call" or not rep.passed):
+
+
+def junit_after(item: pytest.Item, rep: pytest.TestReport) -> None:
+    if item.config.getoption("xmlpath", None) and rep.when != "teardown" and (
+            rep.when == "call" or not rep.passed):
         item.stash[_CALL_REPORT] = rep
-    return rep
 
 
 def _add_junit_properties(item: pytest.Item, rep: pytest.TestReport) -> None:
@@ -259,6 +250,7 @@ def _add_junit_properties(item: pytest.Item, rep: pytest.TestReport) -> None:
              "outcome": rec["verdict"],
              "diagnosis": ", ".join(_diagnosis_names(rec)) or None,
              "deviations": ", ".join(map(str, rec.get("deviations") or ())) or None,
+             "failing_rules": ", ".join(rec.get("failing_rules") or ()) or None,
              "repro": rec.get("repro")}
     for key, value in props.items():
         if value is not None:
@@ -457,7 +449,7 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
             if rec["verdict"] in verdicts:
                 item = {"test": nodeid, **{k: rec.get(k) for k in (
                     "verdict", "op", "dtype", "shape_class", "diagnosis", "deviations",
-                    "message", "repro") if rec.get(k) is not None}}
+                    "failing_rules", "message", "repro") if rec.get(k) is not None}}
                 if rec["verdict"] in ("fail", SUITE_ERROR_OUTCOME, "xfail"):
                     item["worst"] = _worst(rec.get("message", ""))
                 out.append(item)
@@ -535,8 +527,8 @@ def write_report_files(report: dict[str, Any], out: Path) -> Path:
     return page
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+def finish(session: pytest.Session, exitstatus: int) -> None:
+    """At the session's end: the controller writes JSON and HTML (CONF-10)."""
     config = session.config
     path = config.getoption("conformance_report", None)
     if not path or hasattr(config, "workerinput"):

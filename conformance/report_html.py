@@ -129,6 +129,9 @@ def _case(item: dict[str, Any], index: int) -> str:
     if item.get("deviations"):
         parts.append("<p>declared deviations accepted: "
                      + ", ".join(f"<b>{_e(x)}</b>" for x in item["deviations"]) + "</p>")
+    if item.get("failing_rules"):  # the rule ids of the verdict's findings (CONF-110)
+        parts.append("<p>breaks: " + ", ".join(f"<b>{_e(r)}</b>" for r in item["failing_rules"])
+                     + "</p>")
     if item.get("worst"):
         parts.append(f'<pre class="worst">{_e(chr(10).join(item["worst"]))}</pre>')
     if item.get("repro"):

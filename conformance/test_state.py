@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 
 from .artifacts import ArtifactDir
-from .harness import CountingExecutor, _option
+from .harness import _option
 from .history import History, Shrunk, fresh_executors, run_sequence, shrink, write_history
 from .minimize import budget_from
 from .outcomes import record
+from .pipeline import under_test
 from .sequences import FAMILIES, build_sequence
+from .verdicts import Failure
 
 RULES = ("CONF-90", "CONF-91", "CONF-92", "CONF-109", "EXEC-5", "MUT-4", "TOL-1")
 #: Calls per sequence: ``CALLS_FACTOR`` x the profile's ``max_examples`` within the bounds
@@ -51,12 +53,13 @@ def test_state_sequence(family: str, executor: Any, reference: Any,
                             "rules": RULES}
     record(request, **meta)
     steps = build_sequence(family, zlib.crc32(family.encode()), calls_per_sequence(config))
-    counter = CountingExecutor(instance)
+    counter = under_test(instance)
+    tally = counter.start_tally()
     history = History()
     label = f"state sequence [{family}]"
     failure = run_sequence(steps, counter, reference, label=label, history=history)
     judged = sum(1 for o in history.outcomes if o in ("agrees", "differs"))
-    record(request, **meta, structures=len(counter.structures), calls=counter.calls,
+    record(request, **meta, structures=len(tally.structures), calls=tally.calls,
            value_checks=judged, sequence_calls=len(steps))
     if failure is None:
         return
@@ -77,17 +80,15 @@ def test_state_sequence(family: str, executor: Any, reference: Any,
                         label=label, seconds=budget.seconds if budget is not None else None)
     dropped = (f"; the oldest {history.dropped} calls were not kept (memory budget)"
                if history.dropped else "")
-    text = (f"{failure.message}\n"
-            f"call {history.numbers[-1]} of the sequence on one executor instance: "
-            f"{shrunk.summary()}{dropped} [CONF-91]")
+    verdict = Failure(failure.message, artifacts=where, repro=where / "repro.py",
+                      notes=[f"call {history.numbers[-1]} of the sequence on one executor "
+                             f"instance: {shrunk.summary()}{dropped} [CONF-91]"])
     if not shrunk.alone:
         kept = [previous[i] for i in shrunk.kept] + [last]
         numbers = [history.numbers[i] for i in shrunk.kept] + [history.numbers[-1]]
         write_history(conformance_artifacts, kept, numbers, shrunk.summary())
         calls = ", ".join(f"#{n}" for n in numbers)
-        text += (f"\nrepro: python {where / 'repro.py'} replays calls {calls} on one fresh "
-                 f"executor (history/ holds them) [CONF-92]")
-    else:
-        text += f"\nrepro: python {where / 'repro.py'}"
-    (where / "failure.txt").write_text(text + "\n")
-    pytest.fail(f"{text}\nartifacts: {where}", pytrace=False)
+        verdict.note(f"the repro replays calls {calls} on one fresh executor (history/ holds "
+                     f"them) [CONF-92]")
+    (where / "failure.txt").write_text(verdict.render() + "\n")
+    verdict.fail(request)

@@ -1,25 +1,23 @@
 """The graph an executor is given comes back unchanged (EXEC-15, CONF-83).
 
-:class:`Unchanged` wraps one executor call: it takes the graph's structural key before the
-call and again after it, both computed afresh (``fresh_structural_key``: the key cached on
-the graph cannot see a node edited in place), and raises :class:`GraphChangedError` naming
-the first difference when they differ. After a refusal the change is the failure (a refusal
-must come before any side effect); after any other exception the exception stays the
-verdict and gets a note about the change. Either way the graph is put back as it was (its
-lists, nodes, attribute dicts and value types), so the suite's own work after the call
-(minimisation, artifacts) sees the graph as generated. Only the outermost watch of a graph
-checks it. Under ``--conformance-isolate`` the worker runs :func:`graph_change` on its own
-parsed copy and the parent gives :func:`change_verdict`, the verdict :class:`Unchanged`
-gives (``conformance.isolate``).
+Around each executor call the suite's call pipeline (``conformance.pipeline``) takes a
+:class:`Snapshot` of the graph it hands over: its structural key, computed afresh
+(``fresh_structural_key``: the key cached on the graph cannot see a node edited in place),
+and what :meth:`Snapshot.restore` puts back. After the call :meth:`Snapshot.change` names
+the first difference (None: none) and puts the graph back as it was (its lists, nodes,
+attribute dicts and value types), so the suite's own work after the call (minimisation,
+artifacts) sees the graph as generated; :func:`change_verdict` turns a change into the
+verdict. After a refusal the change is the failure (a refusal must come before any side
+effect); after any other exception the exception stays the verdict and gets a note about
+the change. Under ``--conformance-isolate`` the worker takes the snapshot of its own parsed
+copy and sends the change back; the parent gives the same verdict (``conformance.isolate``).
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Hashable, Sequence
-from contextvars import ContextVar, Token
-from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -28,12 +26,9 @@ from interpreter.graph.core import Graph, Value
 from interpreter.graph.key import fresh_structural_key, key_nodes
 from interpreter.types import BufferType, DeviceRef, TensorType
 
-__all__ = ["GraphChangedError", "Unchanged", "change_verdict", "graph_change"]
+__all__ = ["GraphChangedError", "Snapshot", "change_verdict", "graph_change"]
 
 PREFIX = "execute changed the graph it was given"
-
-#: the graph an enclosing :class:`Unchanged` already watches (nested proxies check once)
-_WATCHED: ContextVar[Any] = ContextVar("conformance_watched_graph", default=None)
 
 Key = tuple[Hashable, ...]
 
@@ -188,42 +183,22 @@ def change_verdict(name: str, change: str,
     return GraphChangedError(f"graph {name!r}: {PREFIX}: {change} [EXEC-15]")
 
 
-class Unchanged:
-    """Run the executor call inside; afterwards ``graph`` must be as before (EXEC-15).
+class Snapshot:
+    """``graph`` before an executor call: its fresh structural key and its saved lists.
 
-    The key before is taken on construction, outside the call: a graph without one is the
-    suite's problem, never the executor's. On exit, a call that returned or refused
-    (``UnsupportedGraphError``) but changed the graph raises :class:`GraphChangedError`;
-    another exception gets a note (it remains the verdict). Nothing is checked for a
-    non-``Graph`` or for a graph an enclosing ``Unchanged`` already watches."""
+    Taken outside the call: a graph without a key is the suite's problem, never the
+    executor's."""
 
-    def __init__(self, graph: Any) -> None:
-        active = isinstance(graph, Graph) and _WATCHED.get() is not graph
-        self.graph = graph if active else None
-        self.before = fresh_structural_key(graph) if active else None
-        self.saved = _Saved(graph) if active else None
-        self._token: Token[Any] | None = None
+    __slots__ = ("graph", "key", "saved")
 
-    def __enter__(self) -> None:
-        if self.graph is not None:
-            self._token = _WATCHED.set(self.graph)
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.key = fresh_structural_key(graph)
+        self.saved = _Saved(graph)
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 tb: TracebackType | None) -> Literal[False]:
-        if self.graph is None or self.before is None:
-            return False
-        if self._token is not None:
-            _WATCHED.reset(self._token)
-        if error is not None and not isinstance(error, Exception):
-            return False  # KeyboardInterrupt and the like: no verdict to give
-        change = graph_change(self.graph, self.before)
-        if change is None:
-            return False
-        if self.saved is not None:  # the suite goes on with the graph as generated
+    def change(self) -> str | None:
+        """The first difference since the snapshot (None: none); the graph is put back."""
+        change = graph_change(self.graph, self.key)
+        if change is not None:
             self.saved.restore()
-        verdict = change_verdict(self.graph.name, change, error)
-        if verdict is None:
-            return False
-        if error is None:
-            raise verdict
-        raise verdict from error
+        return change

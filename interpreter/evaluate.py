@@ -2,8 +2,10 @@
 
 Deliberately simple (EXEC-9): an environment maps each value to its array, every node calls
 its registry kernel, a value is dropped after its last use (memory stays bounded on long
-graphs, as JAX's ``eval_jaxpr``), outputs are made fresh (EXEC-5). This is the only loop:
-debug mode (``debug.py``) and the suite's bisection observe it through ``on_node``.
+graphs, as JAX's ``eval_jaxpr``), outputs are made fresh (EXEC-5). This is the only loop
+that applies kernels: debug mode (``debug.py``) and the suite's bisection observe it through
+``on_node``; the suite's diagnosis variants and mutants replace kernels through ``kernel``
+(as ONNX's reference evaluator takes ``new_ops``).
 
 What the loop needs besides the nodes (which values die where) is a :class:`Plan`, computed
 once per graph version (``Graph.memo``), so a graph executed again pays nothing for it.
@@ -11,7 +13,7 @@ once per graph version (``Graph.memo``), so a graph executed again pays nothing 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -21,10 +23,13 @@ from .graph.core import Graph, Node, Value
 from .registry.core import OpDef, as_results
 from .types import DeviceRef
 
-__all__ = ["OnNode", "Plan", "evaluate", "fresh_outputs", "node_note", "plan"]
+__all__ = ["KernelFor", "OnNode", "Plan", "evaluate", "fresh_outputs", "node_note", "plan"]
 
 #: ``on_node(position, node, operand_arrays, result_arrays)``, called after each kernel.
 OnNode = Callable[[int, Node, list[Any], tuple[Any, ...]], None]
+#: ``kernel(node)``: the kernel to run for ``node`` instead of its op's (None: the op's);
+#: asked right before the node runs, so it may depend on what ran before.
+KernelFor = Callable[[Node], Callable[..., Any] | None]
 #: One loop step of a :class:`Plan`: position, node, kernel, operand registers, attributes,
 #: the register of its one result (-1: it has another number of results), all its result
 #: registers, the registers read here for the last time.
@@ -90,24 +95,27 @@ def plan(graph: Graph) -> Plan:
     return graph.memo("plan", Plan)
 
 
-def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None = None
-             ) -> list[np.ndarray]:
+def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None = None,
+             kernel: KernelFor | None = None) -> list[np.ndarray]:
     """Execute ``graph`` (lowered, inputs validated) and return fresh output arrays.
 
-    A kernel's exception propagates with its type unchanged and a note naming the node."""
+    ``on_node`` observes every node after its kernel; ``kernel(node)`` may replace a node's
+    kernel. A kernel's exception propagates with its type unchanged and a note naming the
+    node."""
     p = plan(graph)
     if len(inputs) != len(graph.inputs):
         raise ExecutorInputError(f"evaluate: graph {graph.name!r} expected "
                                  f"{len(graph.inputs)} inputs, got {len(inputs)} [EXEC-7]")
     env: list[Any] = [*inputs, *[None] * (p.registers - len(inputs))]  # register -> array
+    steps = p.steps if kernel is None else _overridden(p.steps, kernel)
     with np.errstate(all="ignore"):  # IEEE results, never warnings (NUM-5)
-        for pos, node, kernel, operands, attrs, one, results, dead in p.steps:
+        for pos, node, fn, operands, attrs, one, results, dead in steps:
             try:
                 if attrs or len(operands) != 2:
-                    out = kernel(*[env[i] for i in operands], **attrs)
+                    out = fn(*[env[i] for i in operands], **attrs)
                 else:  # a binary op without attributes, the most common node: no arg list
                     a, b = operands
-                    out = kernel(env[a], env[b])
+                    out = fn(env[a], env[b])
             except Exception as e:
                 e.add_note(node_note(node, pos))
                 raise
@@ -122,6 +130,12 @@ def evaluate(graph: Graph, inputs: Sequence[np.ndarray], on_node: OnNode | None 
             for i in dead:
                 env[i] = None
     return fresh_outputs([env[i] for i in p.to_return], inputs)
+
+
+def _overridden(steps: Sequence[Step], kernel_for: KernelFor) -> Iterator[Step]:
+    """The steps with the kernels ``kernel_for`` picks, each asked when its step comes."""
+    for pos, node, fn, operands, attrs, one, results, dead in steps:
+        yield pos, node, kernel_for(node) or fn, operands, attrs, one, results, dead
 
 
 def fresh_outputs(outputs: Sequence[Any], inputs: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -39,12 +39,14 @@ __all__ = [
     "FlushToZeroSignBug",
     "FusedMultiplyAdd",
     "HalfBuiltPlanCache",
+    "HalfPixelRoiAlign",
     "HangingExecutor",
     "IgnoredSeed",
     "NaNComparisonByNegation",
     "NaNIgnoringMaximum",
     "NaNSkippingSum",
     "NondeterministicExecutor",
+    "OffByOneReduceScatter",
     "OverflowingSigmoid",
     "PooledOutputs",
     "RaisingSigmoid",
@@ -887,6 +889,51 @@ class EarlyOverflowCast(PatchedInterpreter):
     the target's max, though values below max + ulp/2 round to +-max (NUM-4)."""
 
     overrides: ClassVar[dict[str, Kernel]] = {"cast": _cast_early_overflow}
+
+
+# -- masks, shapes and resize (issue 19) -------------------------------------------------------
+def _linear_aligning_corners(x: Any, *, shape: tuple[int, ...],
+                             coordinate_transform_mode: str) -> Any:
+    kernel = REGISTRY["resize_linear"].kernel
+    mode = ("align_corners" if coordinate_transform_mode == "half_pixel"
+            else coordinate_transform_mode)
+    return kernel(x, shape=shape, coordinate_transform_mode=mode)
+
+
+class ResizeLinearAlignsCorners(PatchedInterpreter):
+    """``resize_linear`` maps coordinates with ``align_corners`` where ``half_pixel`` (MAX's
+    default) is asked: a kernel written for one framework's convention."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"resize_linear": _linear_aligning_corners}
+
+
+__all__ += ["ResizeLinearAlignsCorners"]
+# -- issue 19: collectives on the simulated mesh, roi_align -----------------------------------
+def _rotated_reducescatter(*xs: Any, axis: int) -> Any:
+    """Device ``i`` gets chunk ``i + 1`` (the last device chunk 0): a rank off by one."""
+    chunks = as_results(REGISTRY["reducescatter_sum"].kernel(*xs, axis=axis))
+    return tuple(chunks[1:] + chunks[:1]) if len(chunks) > 1 else chunks[0]
+
+
+class OffByOneReduceScatter(PatchedInterpreter):
+    """``reducescatter_sum`` gives each device the chunk of the next device (DEV-7)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"reducescatter_sum": _rotated_reducescatter}
+
+
+def _roi_align_unshifted(x: Any, rois: Any, **attrs: Any) -> Any:
+    """``aligned`` regions keep their coordinates: off by half a pixel from the reference's
+    ``x * spatial_scale - 0.5`` (still without the minimum size of 1)."""
+    if attrs["aligned"]:
+        rois = rois.copy()
+        rois[:, 1:] += np.asarray(0.5 / attrs["spatial_scale"], rois.dtype)
+    return REGISTRY["roi_align"].kernel(x, rois, **attrs)
+
+
+class HalfPixelRoiAlign(PatchedInterpreter):
+    """``roi_align`` with ``aligned=True`` forgets the half-pixel shift of the regions."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"roi_align": _roi_align_unshifted}
 
 
 # -- issue 19: normalizations (REDUCE-8) -------------------------------------------------------

@@ -383,3 +383,36 @@ def test_case_from_call_marks_buffers() -> None:
     case = case_from_call(get_op("buffer_store"), call)
     assert isinstance(case.graph.inputs[0].type, BufferType)
     assert case.graph.outputs == [] and EXACT.kind == "exact"
+
+
+def _loops_applying_kernels(path: Path) -> list[str]:
+    """``file:line`` of each ``for`` loop over nodes, steps or a node order whose body calls
+    a kernel (``x.kernel(...)``, ``x.apply(...)``, ``kernel(...)``, ``fn(...)``)."""
+    import ast
+
+    found = []
+    for loop in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(loop, ast.For):
+            continue
+        over = ast.unparse(loop.iter)
+        if not any(w in over for w in ("nodes", "steps", "order")):
+            continue
+        for call in (n for stmt in loop.body for n in ast.walk(stmt)
+                     if isinstance(n, ast.Call)):
+            f = call.func
+            if (isinstance(f, ast.Attribute) and f.attr in ("kernel", "apply")) or (
+                    isinstance(f, ast.Name) and f.id in ("kernel", "fn")):
+                found.append(f"{path.relative_to(ROOT)}:{loop.lineno}")
+                break
+    return found
+
+
+@pytest.mark.spec("EXEC-9")
+def test_one_node_loop_applies_kernels() -> None:
+    """Under ``interpreter/`` and ``conformance/`` the only loop running nodes' kernels is
+    ``evaluate``'s: diagnosis variants, store reorderings and mutants pass ``kernel=`` or a
+    reordered graph to it."""
+    loops = [loc for pkg in ("interpreter", "conformance")
+             for path in sorted((ROOT / pkg).rglob("*.py"))
+             for loc in _loops_applying_kernels(path)]
+    assert [loc.split(":")[0] for loc in loops] == ["interpreter/evaluate.py"], loops

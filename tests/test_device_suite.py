@@ -14,15 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conformance.calls import ExecutorRaised, call_executor
-from conformance.devices import (
-    DeviceProtocolError,
-    OnDevice,
-    declared_device,
-    shares_memory,
-    with_devices,
-)
+from conformance.calls import ExecutorRaised
+from conformance.devices import DeviceProtocolError, declared_device, shares_memory
 from conformance.executors import ExecutorSpecError, resolve
+from conformance.pipeline import ExecutorUnderTest, call_executor
 from interpreter.errors import UnsupportedGraphError
 from interpreter.executor import InterpreterExecutor
 from interpreter.graph import BufferValue, DeviceRef, ops
@@ -63,17 +58,19 @@ class _Spy(SimulatedGpuExecutor):
 def test_cpu_executors_are_used_as_they_are() -> None:
     ref = InterpreterExecutor()
     assert declared_device(ref) == DeviceRef.CPU()
-    assert with_devices(ref) is ref
+    assert ExecutorUnderTest(ref).on_device is None
     assert type(resolve("interpreter.executor:InterpreterExecutor").executor) is \
         InterpreterExecutor
-    assert isinstance(resolve(f"{DEV}:SimulatedGpuExecutor").executor, OnDevice)
+    sim = resolve(f"{DEV}:SimulatedGpuExecutor").executor
+    assert isinstance(sim, SimulatedGpuExecutor)
+    assert ExecutorUnderTest(sim).on_device is not None
 
 
 @pytest.mark.spec("EXEC-11", "EXEC-12", "CONF-70", "CONF-71")
 def test_graphs_go_to_devices0_and_buffers_come_back() -> None:
     spy = _Spy()
     graph, buf, x = _store_graph()
-    out = OnDevice(spy).execute(graph, [buf, x])
+    out = ExecutorUnderTest(spy).execute(graph, [buf, x])
     (handed, arrays), = spy.seen
     assert devices_of(handed) == {GPU0} and devices_of(graph) == {DeviceRef.CPU()}
     assert [type(a) for a in arrays] == [SimulatedGpuArray, SimulatedGpuArray]
@@ -110,13 +107,15 @@ class _RepeatsOutput(SimulatedGpuExecutor):
 def test_device_results_must_be_fresh_native_arrays() -> None:
     graph, buf, x = _store_graph()
     with pytest.raises(ExecutorRaised) as info:
-        call_executor(OnDevice(_ReturnsInput()), graph, [buf.copy(), x])
+        call_executor(_ReturnsInput(), graph, [buf.copy(), x])
     text = info.value.describe()
     assert text == ("the executor broke the device protocol: graph 'store': output 0 shares "
                     "memory with input 1 on gpu:0 (outputs must be fresh buffers) [EXEC-5]")
     g2 = build(lambda x: (x + 1.0, x + 1.0), x, name="twice")
-    with pytest.raises(DeviceProtocolError, match=r"outputs 0 and 1 share memory.*EXEC-5"):
-        OnDevice(_RepeatsOutput()).execute(g2, [x])
+    with pytest.raises(ExecutorRaised) as repeated:
+        ExecutorUnderTest(_RepeatsOutput()).execute(g2, [x])
+    assert isinstance(repeated.value.original, DeviceProtocolError)
+    assert "outputs 0 and 1 share memory" in str(repeated.value.original)
 
 
 class _Cuda:
@@ -259,7 +258,7 @@ def test_value_failure_names_the_graph_the_device_executor_saw(tmp_path: Path) -
 def test_the_device_copy_is_made_once_per_graph() -> None:
     spy = _Spy()
     graph, buf, x = _store_graph()
-    on = OnDevice(spy)
+    on = ExecutorUnderTest(spy)
     on.execute(graph, [buf, x])
     on.execute(graph, [buf, x])
     assert spy.seen[0][0] is spy.seen[1][0]

@@ -293,3 +293,56 @@ def test_a_dtype_failure_gets_no_diagnosis_and_a_raising_diagnosis_hides_nothing
     assert annotate(case.graph, case.inputs, v.expected, v.actual) == (
         "diagnosis: not available (the suite's diagnosis raised ZeroDivisionError: in the "
         "diagnosis)", [])
+
+
+# -- the op facts the diagnosis reads are registry fields (OpDef.variants, OpDef.traits) -------
+@pytest.mark.spec("CONF-40")
+def test_the_diagnosis_names_no_op() -> None:
+    """No registry op name is a string constant of ``conformance/diagnosis.py``: what a class
+    does to an op is in the op's registry entry."""
+    import ast
+
+    from interpreter.registry import REGISTRY
+
+    tree = ast.parse(Path(diagnosis.__file__).read_text())
+    named = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+             and isinstance(n.value, str)} & set(REGISTRY)
+    assert not named, f"diagnosis.py names ops {sorted(named)}"
+    used = {k for op in REGISTRY.values() for k in op.variants}
+    assert used and used <= set(CLASSES)
+
+
+@pytest.mark.spec("CONF-40", "NUM-2", "NUM-3", "NUM-4", "NUM-8", "NUM-12", "REDUCE-4")
+def test_registry_variants_compute_what_a_rule_breaking_backend_does() -> None:
+    """Each variant on values where it differs from the op's kernel; expected values by
+    hand."""
+    from interpreter.registry import REGISTRY
+
+    def variant(op: str, cls: str) -> Callable[..., Any]:
+        return REGISTRY[op].variants[cls]
+
+    i8 = np.array([100, -100, 5], np.int8)
+    assert variant("add", "int-saturation")(i8, i8).tolist() == [127, -128, 10]
+    assert variant("negate", "int-saturation")(np.array([-128], np.int8)).tolist() == [127]
+    assert variant("abs", "int-saturation")(np.array([-128, -3], np.int8)).tolist() == [127, 3]
+    nan = np.array([np.nan, 1.0], F32)
+    assert variant("max", "nan-dropped")(nan, np.array([2.0, np.nan], F32)).tolist() == [2, 1]
+    assert variant("reduce_max", "nan-dropped")(np.array([np.nan, 1, 2], F32), axis=0
+                                                ).tolist() == [2.0]
+    assert variant("reduce_sum", "nan-dropped")(np.array([[np.nan, 1], [2, 3]], F32), axis=1
+                                                ).tolist() == [[1.0], [5.0]]
+    assert variant("round", "rounding-mode")(np.array([2.5, -0.5], F32)).tolist() == [3, -1]
+    seven, two = np.array([-7, 7], np.int32), np.array([2, -2], np.int32)
+    assert variant("floor_div", "rounding-mode")(seven, two).tolist() == [-3, -3]
+    assert variant("mod", "rounding-mode")(seven, two).tolist() == [-1, 1]
+    x = np.array([1 + 2.0**-11 + 2.0**-40], F64)  # just above a float16 tie
+    assert variant("cast", "double-rounding")(x, dtype=DType.float16).tolist() == [1.0]
+    assert REGISTRY["cast"].kernel(x, dtype=DType.float16).tolist() == [1 + 2.0**-10]
+    a = np.array([1 + 2.0**-12], F32)  # a * a = 1 + 2**-11 + 2**-24: not a float32
+    c = np.array([1 + 2.0**-11], F32)
+    fused = variant("add", "fma")(a, a, -c, product_first=True)
+    assert fused.dtype == F32 and fused.tolist() == [2.0**-24]
+    assert (a * a - c).tolist() == [0.0]  # rounded twice
+    assert variant("sub", "fma")(a, a, c, product_first=True).tolist() == [2.0**-24]
+    assert variant("sub", "fma")(a, a, c, product_first=False).tolist() == [-(2.0**-24)]
+    assert "product" in REGISTRY["mul"].traits and "conversion" in REGISTRY["cast"].traits

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from interpreter.dtype import DType
 from interpreter.errors import ExecutorInputError
 from interpreter.executor import Executor, InterpreterExecutor, UnsupportedGraphError
 from interpreter.graph import BufferType, DeviceRef, Graph, TensorType, lower, ops
+from interpreter.graph.core import Node
 from interpreter.registry import EXACT, REGISTRY, OpDef, get_op, register
 from interpreter.registry.rules import elementwise
 from interpreter.testing import Buf, assert_same, build, run
@@ -327,3 +329,32 @@ def test_a_plan_is_rebuilt_when_the_inputs_change() -> None:
     assert remove_unused_inputs(g) == [1]
     assert plan(g) is not first
     assert evaluate(g, [y])[0].tolist() == [-1.0, -2.0]
+
+
+@pytest.mark.spec("EXEC-9")
+def test_evaluate_takes_a_per_node_kernel_override() -> None:
+    """``evaluate(..., kernel=)`` runs ``kernel(node)`` instead of the op's kernel where it
+    returns one, asking each node right before it runs (after the previous node's
+    ``on_node``); the cached plan keeps the registry kernels for the next run."""
+    from interpreter.evaluate import evaluate
+
+    with Graph("g", [TensorType(F32, (3,))]) as g:
+        (x,) = g.inputs
+        g.output(ops.exp(ops.negate(x)))
+    lower(g)
+    events: list[str] = []
+
+    def kernel_for(node: Node) -> Any:
+        events.append(f"ask {node.op.name}")
+        return (lambda a: np.asarray(a * 2, np.float32)) if node.op.name == "exp" else None
+
+    def seen(pos: int, node: Node, args: list[Any], outs: tuple[Any, ...]) -> None:
+        events.append(f"ran {node.op.name}: {outs[0].tolist()}")
+
+    x0 = np.array([1.0, -2.0, 0.5], np.float32)
+    (out,) = evaluate(g, [x0], on_node=seen, kernel=kernel_for)
+    assert out.tolist() == [-2.0, 4.0, -1.0]  # 2 * (-x): exp replaced, negate kept
+    assert events == ["ask negate", "ran negate: [-1.0, 2.0, -0.5]", "ask exp",
+                      "ran exp: [-2.0, 4.0, -1.0]"]
+    (again,) = evaluate(g, [x0])
+    np.testing.assert_allclose(again, np.exp(-x0.astype(np.float64)), rtol=1e-6)

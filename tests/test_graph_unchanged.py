@@ -1,7 +1,7 @@
 """EXEC-15 / CONF-83: executors never change the graph they are given; the suite checks it.
 
 The check itself on small deliberately-wrong executors (each call through
-``conformance.calls.call_executor``, as the suite makes it), the shipped executors on varied
+``conformance.pipeline.call_executor``, as the suite makes it), the shipped executors on varied
 graphs, ``lowered`` (the copy executors lower), and the suite's verdict on
 ``tests/broken_executors.py:TupleAttrsToListsInPlace``.
 """
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from conformance import unchanged as unchanged_module
-from conformance.calls import BlamedExecutor, ExecutorRaised, call_executor
-from conformance.devices import OnDevice
+from conformance.calls import ExecutorRaised
 from conformance.isolate import IsolatedExecutor
+from conformance.pipeline import ExecutorUnderTest, call_executor
 from conformance.unchanged import GraphChangedError
 from interpreter.dtype import DType
 from interpreter.errors import UnsupportedGraphError
@@ -159,11 +159,12 @@ def test_an_exception_after_a_change_stays_the_verdict_with_a_note() -> None:
             "attribute 'shape': (3, 2) -> [3, 2] [EXEC-15]") in text
 
 
-@pytest.mark.spec("CONF-83")
-def test_nested_proxies_compute_the_key_twice_per_call(monkeypatch: pytest.MonkeyPatch
+@pytest.mark.spec("CONF-83", "CONF-110")
+def test_the_pipeline_computes_the_key_twice_per_call(monkeypatch: pytest.MonkeyPatch
                                                        ) -> None:
-    """The suite wraps its executor in proxies that call ``call_executor`` again: only the
-    outermost call checks (two fresh keys per executor call)."""
+    """One wrapper, one check per call: two fresh keys (before, after) of the graph the
+    executor is handed, also when the wrapped executor goes through ``call_executor``
+    again; for a device executor, of its device copy only."""
     computed: list[Graph] = []
 
     def counting(graph: Graph) -> Any:
@@ -172,8 +173,14 @@ def test_nested_proxies_compute_the_key_twice_per_call(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(unchanged_module, "fresh_structural_key", counting)
     g = shaped()
-    call_executor(BlamedExecutor(InterpreterExecutor()), g, [X.copy()])
+    wrapped = ExecutorUnderTest(InterpreterExecutor())
+    call_executor(wrapped, g, [X.copy()])
     assert computed == [g, g]
+    computed.clear()
+    on_device = ExecutorUnderTest(SimulatedGpuExecutor())
+    call_executor(on_device, g, [X.copy()])
+    placed = on_device.placed(g)
+    assert placed is not g and computed == [placed, placed]
 
 
 class MutatesOnDevice(SimulatedGpuExecutor):
@@ -191,11 +198,11 @@ class MutatesOnDevice(SimulatedGpuExecutor):
 def test_the_device_copy_handed_over_is_checked_too() -> None:
     g = shaped()
     with pytest.raises(ExecutorRaised) as info:
-        call_executor(OnDevice(MutatesOnDevice()), g, [X.copy()])
+        call_executor(MutatesOnDevice(), g, [X.copy()])
     assert isinstance(info.value.original, GraphChangedError)
     assert ("node 0 (exp) differs: result types tensor<f32[2,3] gpu:0> -> "
             "tensor<f64[2,3] gpu:0> [EXEC-15]") in info.value.describe()
-    (out,) = call_executor(OnDevice(SimulatedGpuExecutor()), shaped(), [X.copy()])
+    (out,) = call_executor(SimulatedGpuExecutor(), shaped(), [X.copy()])
     assert_same(out, EXPECTED)
 
 

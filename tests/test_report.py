@@ -207,6 +207,52 @@ def test_junit_xml_carries_the_verdicts(slice_run: tuple[Path, int]) -> None:
     assert props("test_op[abs-float32-scalar]")["outcome"] == "pass"
 
 
+@pytest.mark.spec("CONF-110", "CONF-64", "CONF-60")
+def test_failures_render_from_their_structured_verdict(slice_run: tuple[Path, int]) -> None:
+    """Each failing test recorded one verdict (``failure``: rule ids, findings, repro); the
+    JSON, the HTML page, JUnit and the terminal message all show that verdict's rule ids
+    and repro."""
+    tmp, _ = slice_run
+    data = json.loads((tmp / "r.json").read_text())
+    page = (tmp / "r.html").read_text(encoding="utf-8")
+    cases = {c.get("name"): c for c in ET.parse(tmp / "junit.xml").iter("testcase")}
+    assert len(data["failures"]) == 2
+    for f in data["failures"]:
+        # a value mismatch (TOL-1) that rounding halves away from zero explains (NUM-3)
+        assert f["failing_rules"] == ["TOL-1", "NUM-3"], f
+        assert f"repro: python {f['repro']}" in f["message"]
+        assert "breaks: <b>TOL-1</b>, <b>NUM-3</b>" in page
+        props = {p.get("name"): p.get("value")
+                 for p in cases[f["test"].split("::")[-1]].iter("property")}
+        assert props["failing_rules"] == "TOL-1, NUM-3" and props["repro"] == f["repro"]
+
+
+@pytest.mark.spec("CONF-110")
+def test_a_failure_renders_its_findings_and_rule_ids() -> None:
+    from conformance.verdicts import Failure, Finding, rules_in
+
+    assert rules_in("shape [3, 2] -> [2, 3] [EXEC-4, DT-2]; broke reshape.C1 [reshape.C1]"
+                    ) == ("EXEC-4", "DT-2", "reshape.C1")
+    f = Failure("add: the executor's results differ from the reference",
+                [Finding("output 0: 1 of 4 compared elements differ\n  worst: ...", ("TOL-1",)),
+                 Finding("first diverging node: #1 mul [NUM-12]")],
+                diagnosis="diagnosis:\n  fma: ... [NUM-12]",
+                diagnosed=[{"class": "fma", "rule": "NUM-12", "detail": "..."}],
+                artifacts=Path("/a/b"), repro=Path("/a/b/repro.py"))
+    f.note("\nminimised: 3 -> 2 nodes")
+    assert f.render() == (
+        "add: the executor's results differ from the reference\n"
+        "  output 0: 1 of 4 compared elements differ\n    worst: ...\n"
+        "  first diverging node: #1 mul [NUM-12]\n"
+        "diagnosis:\n  fma: ... [NUM-12]\n"
+        "artifacts: /a/b\nrepro: python /a/b/repro.py\nminimised: 3 -> 2 nodes")
+    assert f.rules() == ["TOL-1", "NUM-12"]
+    assert f.as_dict() == {"rules": ["TOL-1", "NUM-12"], "artifacts": "/a/b",
+                           "repro": "/a/b/repro.py", "findings": [
+                               {"rules": ["TOL-1"], "text": f.findings[0].text},
+                               {"rules": ["NUM-12"], "text": f.findings[1].text}]}
+
+
 @pytest.mark.spec("CONF-64", "CONF-22")
 def test_junit_xml_suite_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*args: Any, **kwargs: Any) -> Any:

@@ -64,6 +64,14 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
      ["cast", "uint"]),
     ("EarlyOverflowCast", ["test_specials.py"], "float32-to-float16 or float64-to-float32",
      ["cast", "float"]),
+    # issue 19, masks, shapes and resize
+    ("ResizeLinearAlignsCorners", ["test_ops.py"], "test_op and resize_linear-float32",
+     ["resize_linear"]),
+    # issue 19: one wrong executor per new op family
+    ("OffByOneReduceScatter", ["test_ops.py"], "test_op and reducescatter_sum-float32-general",
+     ["reducescatter_sum"]),
+    ("HalfPixelRoiAlign", ["test_ops.py"], "test_op and roi_align-float32-general",
+     ["roi_align"]),
     # issue 19, REDUCE-8: the variance divided by n - 1; epsilon outside the square root
     ("UnbiasedVarianceLayerNorm", ["test_ops.py"], "test_op and layer_norm-float32",
      ["layer_norm [", "REDUCE-6"]),

@@ -25,9 +25,10 @@ import pytest
 import conformance.compare as compare_mod
 import conformance.differential as differential
 from conformance.artifacts import ArtifactDir, load_arrays, load_case, replay, save_arrays
-from conformance.calls import SUITE_ERROR, ExecutorRaised, SuiteError, call_executor, quiet
+from conformance.calls import SUITE_ERROR, ExecutorRaised, SuiteError, quiet
 from conformance.harness import ExecutorError, Harness, SuiteFailure
 from conformance.isolate import IsolatedExecutor
+from conformance.pipeline import call_executor
 from conformance.strategies import Case
 from interpreter.dtype import DType
 from interpreter.executor import InterpreterExecutor

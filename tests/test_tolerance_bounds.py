@@ -20,6 +20,8 @@ import pytest
 from conformance.compare import compare_op, from_ordered, to_ordered
 from interpreter.dtype import DType
 from interpreter.registry import REGISTRY, get_op
+from tests.ops.test_devices import reducescatter_n_m
+from tests.ops.test_vision import roi_align_loops
 from tests.suite_runner import run_suite
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -87,6 +89,14 @@ def spec_n_m(name: str, ops: list[np.ndarray], attrs: dict[str, Any], expected: 
         return size, 1.0, 4
     if name == "logsoftmax":
         return size, 1.0 + np.abs(expected.astype(np.float64)), 4
+    if name == "reducescatter_sum":
+        return (*reducescatter_n_m(ops, attrs, expected), 1)
+    if name == "roi_align":
+        with np.errstate(all="ignore"):
+            _, n, m = roi_align_loops(ops[0], ops[1], *(attrs[k] for k in (
+                "output_height", "output_width", "spatial_scale", "sampling_ratio", "aligned",
+                "mode")))
+        return n, m, 1
     raise AssertionError(f"{name} is not in the REDUCE-6 table")
 
 
@@ -117,11 +127,18 @@ def reduction_cases(dtype: np.dtype[Any]) -> list[Case]:
     cases += [("matmul", [v(3, 4), v(4, 2)], {}), ("matmul", [v(2, 2, 5), v(2, 5, 3)], {})]
     cases.append(("softmax", [np.array([3, -50, 1], dtype)], {"axis": 0}))
     cases.append(("logsoftmax", [np.array([3, -50, 1], dtype)], {"axis": 0}))
+    # one operand (one result: the edge test compares one array); more in test_tolerance_devices
+    cases.append(("reducescatter_sum", [v(3, 5)], {"axis": 1}))
+    rois = np.array([[0, 0.5, 0.25, 3.0, 2.75], [0, -1.5, -0.5, 2.25, 5.5]], dtype)
+    for mode in ("AVG", "MAX") if dtype.itemsize == 2 else ("AVG",):  # MAX: exact in f32
+        cases.append(("roi_align", [v(1, 4, 5, 2, lo=0.5), rois],
+                      {"output_height": 2, "output_width": 2, "spatial_scale": 1.0,
+                       "sampling_ratio": 0.0, "aligned": False, "mode": mode}))
     return cases
 
 
 REDUCTION_OPS = {"reduce_sum", "reduce_mean", "reduce_prod", "cumsum", "matmul", "softmax",
-                 "logsoftmax"}
+                 "logsoftmax", "reducescatter_sum", "roi_align"}
 
 
 #: reduction-class ops whose bounds are checked in their family's file (issue 19)
@@ -130,8 +147,9 @@ FAMILY_REDUCTION_OPS = {"layer_norm", "rms_norm", "group_norm"}  # test_toleranc
 
 @pytest.mark.spec("TOL-1", "REDUCE-6")
 def test_reduction_class_is_exactly_the_reduce6_table() -> None:
+    others = {"resize_linear", "resize_bicubic"}  # bounds checked in tests/ops/test_tolerance_*
     assert {n for n, op in REGISTRY.items() if op.tolerance.kind == "reduction"} == (
-        REDUCTION_OPS | FAMILY_REDUCTION_OPS)
+        REDUCTION_OPS | others | FAMILY_REDUCTION_OPS)
     assert {n for n in REDUCTION_OPS if str(get_op(n).tolerance) == "reduction(4)"} == {
         "softmax", "logsoftmax"}
 
@@ -284,6 +302,16 @@ def special_cases(dtype: np.dtype[Any]) -> list[Case]:
         cases.append((n, [rows], {"axis": 1}))
     cases.append(("cumsum", [rows], {"axis": 1, "exclusive": False, "reverse": False}))
     cases.append(("matmul", [rows, np.ones((3, 2), dtype)], {}))
+    far = np.array([NAN, 1, 2, 3, 4, 5, 6, 7, 8, INF], dtype)  # unspecified near the ends
+    cases.append(("resize_linear", [far], {"shape": (15,), "coordinate_transform_mode":
+                                           "half_pixel"}))
+    cases.append(("resize_bicubic", [far.reshape(1, 1, 1, -1)], {"shape": (1, 1, 1, 17)}))
+    cases.append(("reducescatter_sum", [rows], {"axis": 1}))
+    image = np.resize(np.array([1.0, NAN, INF, -INF, -0.0, 2.0], dtype), (1, 3, 3, 2))
+    image[0, 0, 0] = 1.0  # finite at (0, 0): out-of-image samples stay specified
+    cases.append(("roi_align", [image, np.array([[0, -1, 0, 2, 2], [0, 0.5, 0.5, 2, 2]], dtype)],
+                  {"output_height": 2, "output_width": 2, "spatial_scale": 1.0,
+                   "sampling_ratio": 2.0, "aligned": False, "mode": "AVG"}))
     cases.append(("random_normal", [np.array([1], np.uint64)],
                   {"shape": (6,), "dtype": DType.from_numpy(dtype), "mean": 0.0, "std": 1.0}))
     # issue 19: atanh, gelu's quick form, the normalizations (rows as groups)

@@ -30,7 +30,7 @@ from ..graph.ops.staging import stage_op
 from ..registry.core import OpDef, get_op
 from ..types import DeviceRef
 from .context import CURRENT, realization_context
-from .distributed import collective, distribute, gather_to
+from .distributed import collective, distribute, gather_to, mesh_broadcast, mesh_scatter
 from .fastpaths import call, call_op, memoizable
 from .mesh import DeviceMapping, DeviceMesh
 from .realization_context import LazyRealizationContext, implicit_context
@@ -342,6 +342,13 @@ trunc: Callable[..., Tensor] = functional(ops.trunc)
 uniform: Callable[..., Tensor] = functional(ops.uniform)
 unsqueeze: Callable[..., Tensor] = functional(ops.unsqueeze)
 where: Callable[..., Tensor] = functional(ops.where)
+# masks, shapes and resize (issue 19)
+band_part: Callable[..., Tensor] = functional(ops.band_part)
+InterpolationMode = ops.InterpolationMode
+resize: Callable[..., Tensor] = functional(ops.resize)
+resize_bicubic: Callable[..., Tensor] = functional(ops.resize_bicubic)
+resize_linear: Callable[..., Tensor] = functional(ops.resize_linear)
+resize_nearest: Callable[..., Tensor] = functional(ops.resize_nearest)
 
 __all__ = [
     "abs",
@@ -438,7 +445,35 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+__all__ += ["InterpolationMode", "band_part", "resize", "resize_bicubic", "resize_linear",
+            "resize_nearest"]
 
+
+
+# -- collectives on meshes (spec/devices.md DEV-7..9, REAL-42) and roi_align -----------------
+def reduce_scatter(t: Tensor, scatter_axis: int = 0, mesh_axis: int | str = 0) -> Tensor:
+    """Sum the shards of a ``Partial``/``Unknown`` tensor along a mesh axis and leave each
+    device one chunk of the sum along ``scatter_axis``: ``Sharded(scatter_axis)`` there
+    (larger chunks first, REAL-42; MAX ``F.reduce_scatter``)."""
+    return collective(ops.reducescatter_sum, t, mesh_axis, scatter_axis)
+
+
+def distributed_broadcast(t: Tensor, mesh: DeviceMesh) -> Tensor:
+    """Copy a single-device tensor to every device of ``mesh`` with one collective:
+    ``Replicated`` on every mesh axis (REAL-42; MAX ``F.distributed_broadcast``)."""
+    return mesh_broadcast(t, mesh)
+
+
+def distributed_scatter(input_chunks: Sequence[Tensor], mesh: DeviceMesh) -> Tensor:
+    """Chunk ``j`` to the ``j``-th group of consecutive devices of ``mesh`` (DEV-9, REAL-42;
+    MAX has only the graph op ``ops.distributed_scatter``, whose name this mirrors)."""
+    return mesh_scatter(input_chunks, mesh)
+
+
+reducescatter_sum: Callable[..., Any] = functional(ops.reducescatter_sum)
+roi_align: Callable[..., Tensor] = functional(ops.roi_align)
+__all__ += ["distributed_broadcast", "distributed_scatter", "reduce_scatter",
+            "reducescatter_sum", "roi_align"]
 
 # -- issue 19: normalizations and activations (MAX ``F.layer_norm``, ``F.relu``, ...) ----
 atanh: Callable[..., Tensor] = functional(ops.atanh)
@@ -447,6 +482,7 @@ layer_norm: Callable[..., Tensor] = functional(ops.layer_norm)
 relu: Callable[..., Tensor] = functional(ops.relu)
 rms_norm: Callable[..., Tensor] = functional(ops.rms_norm)
 __all__ += ["atanh", "group_norm", "layer_norm", "relu", "rms_norm"]
+
 
 # -- Tensor's operators, ops and factories (declared in tensor.py), installed in one place --
 def _op_builder(op: OpDef) -> Callable[..., TensorValue]:

@@ -10,7 +10,9 @@ from . import (  # noqa: F401  (registration)
     normalization,
     random,
     reduction,
+    resize,
     shape,
+    vision,
 )
 from .core import EXACT, REGISTRY, OpDef, Tolerance, get_op, op_with, ops_with, register, ulp
 

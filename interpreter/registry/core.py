@@ -26,6 +26,7 @@ __all__ = [
     "HOST_ONLY",
     "REGISTRY",
     "TRAITS",
+    "VARIANTS",
     "ArgSource",
     "OpCall",
     "OpDef",
@@ -213,6 +214,21 @@ TRAITS: dict[str, str] = {
     "compile-time": "the result depends on the attributes alone and is read-only: a compiler "
                     "may evaluate the op once, when it compiles the graph, and read that array "
                     "on every run (COMP-20)",
+    "product": "its result is the product of its two operands: a backend may contract it "
+               "into a following op's fused multiply-add (the op's ``fma`` variant, NUM-12)",
+    "conversion": "converts its operand to the dtype its ``dtype`` attribute names, rounding "
+                  "once: a backend keeping intermediates wide still rounds here (NUM-12)",
+}
+
+#: The keys of ``OpDef.variants`` (the suite's diagnosis classes that replace an op's kernel),
+#: each with what its kernel computes; it takes the op's operands and attributes unless said.
+VARIANTS: dict[str, str] = {
+    "nan-dropped": "NaN operands or elements ignored (fmax-style, nan-reductions; NUM-8)",
+    "int-saturation": "integer results clamped to the dtype's range, not wrapped (NUM-2)",
+    "rounding-mode": "ties away from zero, truncating division and remainder (NUM-3)",
+    "double-rounding": "the conversion rounded through float32 first (NUM-4)",
+    "fma": "``(x, y, other, *, product_first)``: the op on the product ``x * y`` (its first "
+           "operand if ``product_first``) and ``other``, rounded once (NUM-12)",
 }
 #: The traits that keep an op on the host: an executor that runs the registry kernels on
 #: device arrays (``interpreter/arrays.py``; the GPU executor) refuses an op with one of
@@ -278,7 +294,8 @@ class OpDef:
     #: facts about the op that backends and the suite's diagnosis read (names in ``TRAITS``)
     traits: frozenset[str] = frozenset()
     #: what a backend that breaks one of the op's rules computes instead, by diagnosis class
-    #: (``conformance/diagnosis.py``): e.g. ``{"nan-dropped": np.fmax}`` for ``max``
+    #: (``conformance/diagnosis.py``; keys and signatures in ``VARIANTS``), e.g.
+    #: ``{"nan-dropped": ...}`` for ``max`` (``np.fmax``)
     variants: Mapping[str, KernelFn] = field(default_factory=dict)
     #: the exact Python type of an attribute whose type is not the one its name has in
     #: ``attrtypes`` (GRAPH-21; read through ``attrtypes.attr_type``)
@@ -289,6 +306,10 @@ class OpDef:
         if unknown:
             raise ValueError(f"op {self.name!r}: unknown traits {sorted(unknown)}; "
                              f"known: {sorted(TRAITS)}")
+        strange = set(self.variants) - VARIANTS.keys()
+        if strange:
+            raise ValueError(f"op {self.name!r}: unknown variants {sorted(strange)}; "
+                             f"known: {sorted(VARIANTS)}")
         if not self.attr_types.keys() <= set(self.attrs):
             raise ValueError(f"op {self.name!r}: attribute types for "
                              f"{sorted(self.attr_types.keys() - set(self.attrs))}, which are "

@@ -8,7 +8,8 @@ IEEE-exact in numpy are evaluated in float64 and rounded once to the result dtyp
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -90,23 +91,104 @@ def _traits(tolerance: Tolerance) -> frozenset[str]:
 def _binary(name: str, kernel: Callable[..., Array], dtypes: frozenset[DType], summary: str,
             infer: Any = elementwise, tolerance: Tolerance = EXACT,
             unspecified: Any = None, sample: Sampler | None = None,
-            traits: frozenset[str] = frozenset()) -> None:
+            traits: frozenset[str] = frozenset(),
+            variants: Mapping[str, Callable[..., Array]] | None = None) -> None:
     traits |= _traits(tolerance)
     register(OpDef(name, summary=summary, category="elementwise-binary", operands=("lhs", "rhs"),
                    attrs=(), infer=infer, kernel=kernel, dtypes=dtypes, tolerance=tolerance,
                    promote=(0, 1), broadcast=True, unspecified=unspecified,
                    sample=_bind(sample or _binary_sampler(), dtypes),
-                   result_dtypes=BOOL if infer is predicate else None, traits=traits))
+                   result_dtypes=BOOL if infer is predicate else None, traits=traits,
+                   variants=variants or {}))
 
 
 def _unary(name: str, kernel: Callable[..., Array], dtypes: frozenset[DType], summary: str,
            infer: Any = elementwise, tolerance: Tolerance = EXACT,
-           attrs: tuple[str, ...] = (), sample: Sampler | None = None) -> None:
+           attrs: tuple[str, ...] = (), sample: Sampler | None = None,
+           variants: Mapping[str, Callable[..., Array]] | None = None) -> None:
     traits = _traits(tolerance)
     register(OpDef(name, summary=summary, category="elementwise-unary", operands=("x",),
                    attrs=attrs, infer=infer, kernel=kernel, dtypes=dtypes, tolerance=tolerance,
                    sample=_bind(sample or _unary_sampler(), dtypes),
-                   result_dtypes=BOOL if infer is predicate else None, traits=traits))
+                   result_dtypes=BOOL if infer is predicate else None, traits=traits,
+                   variants=variants or {}))
+
+
+# -- variants: what a backend breaking a rule computes (OpDef.variants, the diagnosis) -----
+def _saturating(fn: Callable[..., Array]) -> Callable[..., Array]:
+    """``fn`` on integers, clamped to the dtype's range instead of wrapping (NUM-2)."""
+
+    def kernel(*xs: Array) -> Array:
+        dtype = np.asarray(xs[0]).dtype
+        info = np.iinfo(dtype)
+        exact = fn(*[np.asarray(x).astype(object) for x in xs])
+        return np.asarray(np.clip(exact, int(info.min), int(info.max))).astype(dtype)
+
+    return kernel
+
+
+def _fma_exact(a: float, b: float, c: float) -> float:
+    if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)):
+        return a * b + c
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:
+        return a * b + c  # the sign of an exact zero follows IEEE addition
+    try:
+        return float(exact)
+    except OverflowError:
+        return float("inf") if exact > 0 else float("-inf")
+
+
+_FMA = np.frompyfunc(_fma_exact, 3, 1)
+
+
+def _fused_multiply_add(x: Array, y: Array, other: Array) -> Array:
+    """``x * y + other`` rounded once to ``other``'s float dtype (an FMA, NUM-12)."""
+    dtype = np.asarray(other).dtype
+    x, y, other = np.broadcast_arrays(*(np.asarray(v, np.float64) for v in (x, y, other)))
+    if dtype == np.float64:
+        return np.asarray(_FMA(x, y, other)).astype(np.float64)
+    return round_to(x * y + other, dtype)  # exact product; one rounding to float64 first
+
+
+def _add_fused(x: Array, y: Array, other: Array, *, product_first: bool) -> Array:
+    return _fused_multiply_add(x, y, other)
+
+
+def _sub_fused(x: Array, y: Array, other: Array, *, product_first: bool) -> Array:
+    """``x * y - other``, or ``other - x * y``, rounded once."""
+    if product_first:
+        return _fused_multiply_add(x, y, -np.asarray(other))
+    return _fused_multiply_add(-np.asarray(x), y, other)
+
+
+def _nan_ignoring(pick: Callable[[Array, Array], Array]) -> Callable[[Array, Array], Array]:
+    """max/min with a NaN operand losing to a number (``np.fmax``/``np.fmin``, NUM-8)."""
+    return lambda lhs, rhs: np.asarray(pick(lhs, rhs))
+
+
+def _half_away(x: Array) -> Array:
+    """round() with ties away from zero (NUM-3)."""
+    x = np.asarray(x)
+    w = x.astype(np.float64)
+    return (np.sign(w) * np.floor(np.abs(w) + 0.5)).astype(x.dtype)
+
+
+def _trunc_div(lhs: Array, rhs: Array) -> Array:
+    """Division rounded toward zero, as C's ``/`` (NUM-3)."""
+    a, b = np.asarray(lhs), np.asarray(rhs)
+    if a.dtype.kind in "iu":
+        q = np.trunc(np.true_divide(a.astype(np.float64), np.where(b == 0, 1, b)))
+        return q.astype(a.dtype)
+    return np.trunc(a.astype(np.float64) / b.astype(np.float64)).astype(a.dtype)
+
+
+def _trunc_mod(lhs: Array, rhs: Array) -> Array:
+    """Remainder with the sign of the dividend, as C's ``%``/``fmod`` (NUM-3)."""
+    a, b = np.asarray(lhs), np.asarray(rhs)
+    if a.dtype.kind in "iu":
+        return np.fmod(a, np.where(b == 0, 1, b)).astype(a.dtype)
+    return np.fmod(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
 
 
 # -- binary arithmetic --------------------------------------------------------------------
@@ -157,21 +239,26 @@ _min = _signed_zero_extreme(np.minimum, positive_wins=False)  # NaN propagates; 
 
 
 _divisor = _binary_sampler(("any",), ("any", "nonzero", "nonzero"))
-_binary("add", np.add, NUMERIC, "Elementwise sum; integers wrap around (NUM-2).")
-_binary("sub", np.subtract, NUMERIC, "Elementwise difference; integers wrap around (NUM-2).")
-_binary("mul", np.multiply, NUMERIC, "Elementwise product; integers wrap around (NUM-2).")
+_binary("add", np.add, NUMERIC, "Elementwise sum; integers wrap around (NUM-2).",
+        variants={"int-saturation": _saturating(np.add), "fma": _add_fused})
+_binary("sub", np.subtract, NUMERIC, "Elementwise difference; integers wrap around (NUM-2).",
+        variants={"int-saturation": _saturating(np.subtract), "fma": _sub_fused})
+_binary("mul", np.multiply, NUMERIC, "Elementwise product; integers wrap around (NUM-2).",
+        traits=frozenset({"product"}), variants={"int-saturation": _saturating(np.multiply)})
 _binary("div", np.divide, FLOATS, "IEEE true division (floats only; use floor_div for ints).")
 _binary("floor_div", _via_f64(np.floor_divide), NUMERIC,
         "Division rounded toward -inf, as Python's // (NUM-3).", unspecified=_int_zero_divisor,
-        sample=_divisor)
+        sample=_divisor, variants={"rounding-mode": _trunc_div})
 _binary("mod", _via_f64(np.mod), NUMERIC,
         "Remainder with the sign of the divisor, as Python's % (NUM-3).",
-        unspecified=_int_zero_divisor, sample=_divisor)
+        unspecified=_int_zero_divisor, sample=_divisor, variants={"rounding-mode": _trunc_mod})
 _binary("pow", _via_f64(_pow), NUMERIC, "Elementwise power (integer negative exponents: NUM-6).",
         tolerance=ulp(2), unspecified=_pow_unspecified,
         sample=_binary_sampler(("any", "small"), ("small", "small", "any")))
-_binary("max", _max, NUMERIC | BOOL, "Elementwise maximum; NaN propagates (NUM-8).")
-_binary("min", _min, NUMERIC | BOOL, "Elementwise minimum; NaN propagates (NUM-8).")
+_binary("max", _max, NUMERIC | BOOL, "Elementwise maximum; NaN propagates (NUM-8).",
+        variants={"nan-dropped": _nan_ignoring(np.fmax)})
+_binary("min", _min, NUMERIC | BOOL, "Elementwise minimum; NaN propagates (NUM-8).",
+        variants={"nan-dropped": _nan_ignoring(np.fmin)})
 
 # -- comparisons (IEEE: every comparison with NaN is False except not_equal, NUM-1) ------
 _binary("equal", np.equal, ALL, "Elementwise ==, bool result.", predicate)
@@ -227,8 +314,10 @@ def _rsqrt(x: Array) -> Array:
 
 
 _positive = _unary_sampler(("any", "positive"))
-_unary("negate", np.negative, SIGNED_NUMERIC, "Elementwise -x; integers wrap around.")
-_unary("abs", np.abs, NUMERIC, "Elementwise |x|; the most negative integer maps to itself.")
+_unary("negate", np.negative, SIGNED_NUMERIC, "Elementwise -x; integers wrap around.",
+       variants={"int-saturation": _saturating(np.negative)})
+_unary("abs", np.abs, NUMERIC, "Elementwise |x|; the most negative integer maps to itself.",
+       variants={"int-saturation": _saturating(np.abs)})
 _unary("exp", _via_f64(np.exp), FLOATS, "e**x.", tolerance=ulp(2))
 _unary("log", _via_f64(np.log), FLOATS, "Natural logarithm; log(0) = -inf, log(x<0) = NaN.",
        tolerance=ulp(2), sample=_positive)
@@ -248,7 +337,7 @@ _unary("gelu", _via_f64(_gelu), FLOATS, "Gaussian error linear unit (erf, tanh o
 _unary("floor", np.floor, FLOATS, "Round toward -inf.")
 _unary("ceil", np.ceil, FLOATS, "Round toward +inf.")
 _unary("round", np.rint, FLOATS, "Round to nearest integer, ties to even.",
-       sample=_unary_sampler(("any", "halfway")))
+       sample=_unary_sampler(("any", "halfway")), variants={"rounding-mode": _half_away})
 _unary("trunc", np.trunc, FLOATS, "Round toward zero.")
 _unary("is_nan", np.isnan, FLOATS, "True where x is NaN.", infer=predicate)
 _unary("is_inf", np.isinf, FLOATS, "True where x is +inf or -inf.", infer=predicate)
@@ -282,6 +371,11 @@ def _cast_unspecified(x: Array, dtype: DType) -> Array:
     return ~np.isfinite(t) | (t < float(info.min)) | (t >= float(info.max) + 1.0)
 
 
+def _cast_via_float32(x: Array, dtype: DType) -> Array:
+    """The conversion rounded through float32 first (double rounding, NUM-4)."""
+    return np.asarray(x).astype(np.float32).astype(dtype.to_numpy())
+
+
 def _sample_cast(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
     """Half the draws are ``"edges:<target>"``: the target's boundaries, ties and specials
     (NUM-20), so unsigned targets meet values >= 2**(bits-1) and every target its max."""
@@ -295,4 +389,6 @@ def _sample_cast(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
 register(OpDef("cast", summary="Convert each element to another dtype (round to nearest even).",
                category="elementwise-unary", operands=("x",), attrs=("dtype",), infer=_cast_infer,
                kernel=_cast, dtypes=ALL, tolerance=EXACT, unspecified=_cast_unspecified,
-               sample=_bind(_sample_cast, ALL), traits=frozenset({"lowering-cast", "fusable"})))
+               sample=_bind(_sample_cast, ALL),
+               traits=frozenset({"lowering-cast", "fusable", "conversion"}),
+               variants={"double-rounding": _cast_via_float32}))

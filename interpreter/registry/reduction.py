@@ -187,6 +187,18 @@ def _one_plus_result(ops: Operands, attrs: Attrs, expected: Array) -> Any:
     return 1.0 + np.abs(np.asarray(expected, np.float64))
 
 
+def _nan_ignoring(reduce: Callable[..., Array]) -> Callable[..., Array]:
+    """The reduction with NaN elements left out (``np.nanmax``...: the ``nan-dropped``
+    variant, NUM-8, REDUCE-4), computed in float64 and rounded to the dtype."""
+
+    def kernel(x: Array, *, axis: int) -> Array:
+        x = np.asarray(x)
+        return np.asarray(reduce(x.astype(np.float64), axis=axis, keepdims=True)
+                          ).astype(x.dtype)
+
+    return kernel
+
+
 SUM_TOLERANCE = Tolerance("reduction", 2, _axis_size, _sum_abs)
 PROD_TOLERANCE = Tolerance("reduction", 2, _axis_size, _abs_prod)
 MEAN_TOLERANCE = Tolerance("reduction", 2, _axis_size_plus_1, _mean_abs)
@@ -198,15 +210,16 @@ LOGSOFTMAX_TOLERANCE = Tolerance("reduction", 4, _axis_size, _one_plus_result)
 register(OpDef("reduce_sum", summary="Sum along one axis, kept with size 1; integers wrap.",
                category="reduction", operands=("x",), attrs=("axis",), infer=_reduce_infer,
                kernel=_sum, dtypes=NUMERIC, tolerance=SUM_TOLERANCE, unspecified=_sum_overflow,
-               sample=_axis_sampler(NUMERIC)))
+               sample=_axis_sampler(NUMERIC), variants={"nan-dropped": _nan_ignoring(np.nansum)}))
 register(OpDef("reduce_prod", summary="Product along one axis, kept with size 1; integers wrap.",
                category="reduction", operands=("x",), attrs=("axis",), infer=_reduce_infer,
                kernel=_prod, dtypes=NUMERIC, tolerance=PROD_TOLERANCE,
-               unspecified=_prod_out_of_range, sample=_axis_sampler(NUMERIC, "small")))
+               unspecified=_prod_out_of_range, sample=_axis_sampler(NUMERIC, "small"),
+               variants={"nan-dropped": _nan_ignoring(np.nanprod)}))
 register(OpDef("reduce_mean", summary="Arithmetic mean along one axis, kept with size 1 (floats).",
                category="reduction", operands=("x",), attrs=("axis",), infer=_reduce_infer,
                kernel=_mean, dtypes=FLOATS, tolerance=MEAN_TOLERANCE, unspecified=_sum_overflow,
-               sample=_axis_sampler(FLOATS)))
+               sample=_axis_sampler(FLOATS), variants={"nan-dropped": _nan_ignoring(np.nanmean)}))
 
 
 # -- max, min -----------------------------------------------------------------------------
@@ -243,13 +256,15 @@ register(OpDef("reduce_max",
                        "propagates.",
                category="reduction", operands=("x",), attrs=("axis",), infer=_nonempty_infer,
                kernel=_max, dtypes=_ORDERED, tolerance=EXACT, unspecified=_mixed_zeros(np.max),
-               sample=_axis_sampler(_ORDERED, nonempty=True)))
+               sample=_axis_sampler(_ORDERED, nonempty=True),
+               variants={"nan-dropped": _nan_ignoring(np.nanmax)}))
 register(OpDef("reduce_min",
                summary="Smallest element along one axis, kept with size 1; NaN "
                        "propagates.",
                category="reduction", operands=("x",), attrs=("axis",), infer=_nonempty_infer,
                kernel=_min, dtypes=_ORDERED, tolerance=EXACT, unspecified=_mixed_zeros(np.min),
-               sample=_axis_sampler(_ORDERED, nonempty=True)))
+               sample=_axis_sampler(_ORDERED, nonempty=True),
+               variants={"nan-dropped": _nan_ignoring(np.nanmin)}))
 
 
 # -- argmax, argmin -----------------------------------------------------------------------
