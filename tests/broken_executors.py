@@ -959,3 +959,40 @@ class AvgPoolCountsPadding(PatchedInterpreter):
     padding (and the ceil-mode overhang) still counts in the divisor."""
 
     overrides: ClassVar[dict[str, Kernel]] = {"avg_pool2d": _avg_pool_always_boundary}
+
+
+# -- issue 19: normalizations (REDUCE-8) -------------------------------------------------------
+def _layer_norm_unbiased(x: Any, gamma: Any, beta: Any, *, epsilon: float) -> Any:
+    """The sample variance, divided by n - 1 (``torch.var``'s default), not the population one."""
+    a = np.asarray(x, np.float64)
+    n = a.shape[-1] if a.ndim else 1
+    d = a - np.mean(a, axis=-1, keepdims=True) if a.size else a
+    with np.errstate(all="ignore"):
+        var = np.sum(d * d, axis=-1, keepdims=True) / np.float64(n - 1)
+        z = d / np.sqrt(var + float(np.float32(epsilon)))
+        return (z * gamma.astype(np.float64) + beta.astype(np.float64)).astype(x.dtype)
+
+
+class UnbiasedVarianceLayerNorm(PatchedInterpreter):
+    """``layer_norm`` with the unbiased (n - 1) variance instead of the biased one."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"layer_norm": _layer_norm_unbiased}
+
+
+def _rms_norm_epsilon_outside(x: Any, weight: Any, *, epsilon: float, weight_offset: float,
+                              multiply_before_cast: bool) -> Any:
+    """``x / (sqrt(mean(x**2)) + epsilon)``: epsilon added outside the square root."""
+    a = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        ms = np.sum(a * a, axis=-1, keepdims=True) / max(1, a.shape[-1])
+        w = weight.astype(np.float64) + float(np.float32(weight_offset))
+        return (a / (np.sqrt(ms) + float(np.float32(epsilon))) * w).astype(x.dtype)
+
+
+class EpsilonOutsideSqrtRmsNorm(PatchedInterpreter):
+    """``rms_norm`` adds epsilon to the root mean square instead of to the mean square."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"rms_norm": _rms_norm_epsilon_outside}
+
+
+__all__ += ["EpsilonOutsideSqrtRmsNorm", "UnbiasedVarianceLayerNorm"]

@@ -76,6 +76,11 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
     ("Conv2dPaddingSwapped", ["test_ops.py"], "test_op and conv2d-float32", ["conv2d ["]),
     ("AvgPoolCountsPadding", ["test_ops.py"], "test_op and avg_pool2d-float32",
      ["avg_pool2d ["]),
+    # issue 19, REDUCE-8: the variance divided by n - 1; epsilon outside the square root
+    ("UnbiasedVarianceLayerNorm", ["test_ops.py"], "test_op and layer_norm-float32",
+     ["layer_norm [", "REDUCE-6"]),
+    ("EpsilonOutsideSqrtRmsNorm", ["test_ops.py"], "test_op and rms_norm-float32",
+     ["rms_norm [", "REDUCE-6"]),
 ]
 
 

@@ -485,6 +485,15 @@ roi_align: Callable[..., Tensor] = functional(ops.roi_align)
 __all__ += ["distributed_broadcast", "distributed_scatter", "reduce_scatter",
             "reducescatter_sum", "roi_align"]
 
+# -- issue 19: normalizations and activations (MAX ``F.layer_norm``, ``F.relu``, ...) ----
+atanh: Callable[..., Tensor] = functional(ops.atanh)
+group_norm: Callable[..., Tensor] = functional(ops.group_norm)
+layer_norm: Callable[..., Tensor] = functional(ops.layer_norm)
+relu: Callable[..., Tensor] = functional(ops.relu)
+rms_norm: Callable[..., Tensor] = functional(ops.rms_norm)
+__all__ += ["atanh", "group_norm", "layer_norm", "relu", "rms_norm"]
+
+
 # -- Tensor's operators, ops and factories (declared in tensor.py), installed in one place --
 def _op_builder(op: OpDef) -> Callable[..., TensorValue]:
     """The graph builder staging just ``op`` on its operands (an eager operator's, REAL-49)."""

@@ -9,6 +9,7 @@ from . import (  # noqa: F401  (registration)
     elementwise,
     linalg,
     pooling,
+    normalization,
     random,
     reduction,
     resize,

@@ -52,16 +52,21 @@ _FLOAT = _is(float)
 _INTS = _tuple_of(_INT)
 
 _BY_NAME: dict[str, AttrType] = {
-    "approximate": AttrType("str", _is(str), "`'none'` (erf form) or `'tanh'`"),
+    "approximate": AttrType("str", _is(str),
+                            "`'none'` (erf form), `'tanh'` or `'quick'` (sigmoid form)"),
     "axis": AttrType("int", _INT, "in [-rank, rank); negative counts from the end (AXIS-1)"),
     "device": AttrType("DeviceRef", _is(DeviceRef), "the result's device"),
     "dtype": AttrType("DType", _is(DType), "the result dtype"),
+    "epsilon": AttrType("float", _FLOAT, "added to the variance or mean square (as float32)"),
     "exclusive": AttrType("bool", _is(bool)),
     "reverse": AttrType("bool", _is(bool)),
     "high": AttrType("float", _FLOAT),
     "low": AttrType("float", _FLOAT),
     "mean": AttrType("float", _FLOAT),
+    "multiply_before_cast": AttrType("bool", _is(bool)),
+    "num_groups": AttrType("int", _INT, "divides the channel count"),
     "std": AttrType("float", _FLOAT),
+    "weight_offset": AttrType("float", _FLOAT, "added to the weight (its float32 value)"),
     "k": AttrType("int", _INT),
     "label": AttrType("str", _is(str)),
     "paddings": AttrType("tuple[tuple[int, int], ...]", _tuple_of(_pair),

@@ -32,7 +32,7 @@ CUPY_FUNCTIONS = frozenset({
     "copyto", "cumsum", "empty", "exp", "flip", "floor", "full", "indices", "isnan", "log",
     "matmul", "max", "maximum", "min", "minimum", "nan_to_num", "prod", "ravel_multi_index",
     "reshape", "split", "stack", "sum", "take", "take_along_axis", "tile", "transpose", "trunc",
-    "unique", "where", "zeros", "zeros_like"})
+    "unique", "where", "zeros", "zeros_like", "mean", "sqrt"})
 
 _LIBS: dict[str, Any] = {}
 _TMP: list[tempfile.TemporaryDirectory[str]] = []

@@ -161,8 +161,9 @@ def test_the_device_kernel_ops_are_every_non_fused_op() -> None:
         "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "reshape", "scatter",
         "slice", "softmax", "split", "tile"} | {  # issue 19: masks, shapes and resize
         "band_part", "squeeze", "unsqueeze", "resize_nearest", "resize_linear", "resize_bicubic",
-        "roi_align"} | {  # issue 19: convolution and pooling
-        "avg_pool2d", "conv2d", "conv2d_transpose", "conv3d", "max_pool2d"}
+        "roi_align"} | {  # issue 19: convolution, pooling and normalizations
+        "avg_pool2d", "conv2d", "conv2d_transpose", "conv3d", "max_pool2d",
+        "group_norm", "layer_norm", "rms_norm"}
 
 
 # -- GPU-11: served and refused ops come from the registry ---------------------------------------

@@ -15,6 +15,7 @@ from . import (
     elementwise,
     linalg,
     pooling,
+    normalization,
     random,
     reduction,
     shape,
@@ -30,6 +31,7 @@ from .elementwise import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .methods import install_value_methods
 from .pooling import *  # noqa: F403
+from .normalization import *  # noqa: F403
 from .random import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .resize import *  # noqa: F403
@@ -37,8 +39,9 @@ from .shape import *  # noqa: F403
 from .vision import *  # noqa: F403
 
 __all__ = sorted({*buffer.__all__, *convolution.__all__, *creation.__all__, *debug.__all__,
-                  *devices.__all__, *elementwise.__all__, *linalg.__all__, *pooling.__all__,
-                  *random.__all__, *reduction.__all__, *shape.__all__, *vision.__all__}
+                  *devices.__all__, *elementwise.__all__, *linalg.__all__, *normalization.__all__,
+                  *pooling.__all__, *random.__all__, *reduction.__all__, *shape.__all__,
+                  *vision.__all__}
                  | set(resize_builders.__all__))
 
 install_value_methods()
