@@ -343,6 +343,21 @@ uniform: Callable[..., Tensor] = functional(ops.uniform)
 unsqueeze: Callable[..., Tensor] = functional(ops.unsqueeze)
 where: Callable[..., Tensor] = functional(ops.where)
 
+# -- indexing (issue 19): gathers and scatters by index vectors, scatter reductions, sorts --
+argsort: Callable[..., Tensor] = functional(ops.argsort)
+bottom_k: Callable[..., Any] = functional(ops.bottom_k)
+gather_nd: Callable[..., Tensor] = functional(ops.gather_nd)
+gather_sum: Callable[..., Tensor] = functional(ops.gather_sum)
+scatter_add: Callable[..., Tensor] = functional(ops.scatter_add)
+scatter_max: Callable[..., Tensor] = functional(ops.scatter_max)
+scatter_min: Callable[..., Tensor] = functional(ops.scatter_min)
+scatter_mul: Callable[..., Tensor] = functional(ops.scatter_mul)
+scatter_nd: Callable[..., Tensor] = functional(ops.scatter_nd)
+scatter_nd_add: Callable[..., Tensor] = functional(ops.scatter_nd_add)
+scatter_nd_max: Callable[..., Tensor] = functional(ops.scatter_nd_max)
+scatter_nd_min: Callable[..., Tensor] = functional(ops.scatter_nd_min)
+scatter_nd_mul: Callable[..., Tensor] = functional(ops.scatter_nd_mul)
+
 __all__ = [
     "abs",
     "add",
@@ -351,6 +366,8 @@ __all__ = [
     "arange",
     "argmax",
     "argmin",
+    "argsort",
+    "bottom_k",
     "broadcast_to",
     "buffer_create",
     "buffer_load",
@@ -374,6 +391,8 @@ __all__ = [
     "functional",
     "gather",
     "gather_index",
+    "gather_nd",
+    "gather_sum",
     "gaussian",
     "gelu",
     "getitem",
@@ -416,6 +435,15 @@ __all__ = [
     "rsqrt",
     "run",
     "scatter",
+    "scatter_add",
+    "scatter_max",
+    "scatter_min",
+    "scatter_mul",
+    "scatter_nd",
+    "scatter_nd_add",
+    "scatter_nd_max",
+    "scatter_nd_min",
+    "scatter_nd_mul",
     "sigmoid",
     "silu",
     "sin",

@@ -6,6 +6,7 @@ from . import (  # noqa: F401  (registration)
     debug,
     devices,
     elementwise,
+    indexing,
     linalg,
     random,
     reduction,
