@@ -344,8 +344,8 @@ def _gather_sum_unspecified(x: np.ndarray, indices: np.ndarray) -> np.ndarray:
 
 
 def _gather_count(ops: Operands, attrs: Attrs, expected: Array) -> Any:
-    """indices.shape[1] (the rows summed)"""
-    return ops[1].shape[1]
+    """indices.shape[1] - 1 (the additions; 0 for at most one row)"""
+    return max(ops[1].shape[1] - 1, 0)
 
 
 def _gather_abs_sum(ops: Operands, attrs: Attrs, expected: Array) -> Any:

@@ -29,9 +29,9 @@ __all__ = ["CUPY_FUNCTIONS", "host", "make_fake_cupy", "ndarray"]
 #: The CuPy functions the fake serves (each one a documented CuPy 13 function).
 CUPY_FUNCTIONS = frozenset({
     "arange", "argmax", "argmin", "argsort", "broadcast_to", "clip", "concatenate", "copyto",
-    "cumsum", "empty", "exp", "flip", "full", "indices", "log", "matmul", "max", "min", "prod",
-    "ravel_multi_index", "reshape", "split", "sum", "take", "take_along_axis", "tile",
-    "transpose", "unique", "where", "zeros", "zeros_like"})
+    "cumsum", "empty", "exp", "flip", "full", "indices", "log", "matmul", "max", "maximum", "min",
+    "minimum", "prod", "ravel_multi_index", "reshape", "split", "sum", "take", "take_along_axis",
+    "tile", "transpose", "unique", "where", "zeros", "zeros_like"})
 
 _LIBS: dict[str, Any] = {}
 _TMP: list[tempfile.TemporaryDirectory[str]] = []
