@@ -64,6 +64,11 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
      ["cast", "uint"]),
     ("EarlyOverflowCast", ["test_specials.py"], "float32-to-float16 or float64-to-float32",
      ["cast", "float"]),
+    # the indexing family (issue 19): duplicates and stability (INDEX-7, argsort.C3)
+    ("ScatterAddDropsDuplicates", ["test_ops.py"],
+     "test_op and (scatter_add-float32 or scatter_add-int32)", ["scatter_add"]),
+    ("ArgsortDescendingByReversal", ["test_ops.py"],
+     "test_op and (argsort-float32 or argsort-int8)", ["argsort"]),
 ]
 
 

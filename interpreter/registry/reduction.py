@@ -403,11 +403,23 @@ def _bottom_k(x: Array, *, k: int, axis: int) -> tuple[Array, Array]:
     return xp.take_along_axis(x, idx, axis=axis), idx
 
 
+def _sample_bottom_k(src: ArgSource) -> OpCall:
+    """``top_k``'s sampler; half of the time the slices are a few elements repeated
+    (ties, bottom_k.C2)."""
+    call = _sample_top_k(src)
+    x, axis = call.operands[0], call.attrs["axis"]
+    if x.shape[axis] and not src.boolean():
+        n = x.shape[axis]
+        pick = src.values(DType.int64, (n,), f"uindex:{src.integer(1, n)}")
+        call.operands[0] = np.take(x, pick, axis=axis)
+    return call
+
+
 register(OpDef("bottom_k",
                summary="The k smallest elements along one axis, ascending (ties: lower index "
                        "first; NaN largest, so last), and their int64 indices.",
                category="reduction", operands=("x",), attrs=("k", "axis"), infer=_top_k_infer,
-               kernel=_bottom_k, dtypes=NUMERIC, tolerance=EXACT, sample=_sample_top_k,
+               kernel=_bottom_k, dtypes=NUMERIC, tolerance=EXACT, sample=_sample_bottom_k,
                result_dtypes=NUMERIC | _INDICES, traits=frozenset({"nan-last-sort"})))
 
 __all__ = ["LOGSOFTMAX_TOLERANCE", "SOFTMAX_TOLERANCE", "float_info", "is_low_float", "widen"]
