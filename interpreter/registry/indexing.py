@@ -188,7 +188,7 @@ def _order_open(kind: str, x: np.ndarray, targets: np.ndarray, upd: np.ndarray
             return hit & ((big > max_of(x.dtype)) | (small < float(info.smallest_normal))
                           ).reshape(x.shape)
         v, w = np.asarray(x, np.float64).reshape(-1), np.asarray(upd, np.float64)
-        pick = np.maximum if kind == "max" else np.minimum
+        pick = np.maximum if kind == "maximum" else np.minimum
         best, neg, pos = v.copy(), (v == 0) & np.signbit(v), (v == 0) & ~np.signbit(v)
         pick.at(best, targets, w)
         np.logical_or.at(neg, targets, (w == 0) & np.signbit(w))
@@ -418,8 +418,8 @@ def _nd_kernel(kind: str) -> Callable[..., Array]:
 for _axis_name, _nd_name, _kind, _how, _values in (
         ("scatter_add", "scatter_nd_add", "sum", "added", "any"),
         ("scatter_mul", "scatter_nd_mul", "prod", "multiplied", "small"),
-        ("scatter_max", "scatter_nd_max", "max", "the largest kept (NaN propagates)", "any"),
-        ("scatter_min", "scatter_nd_min", "min", "the smallest kept (NaN propagates)", "any")):
+        ("scatter_max", "scatter_nd_max", "maximum", "the largest kept (NaN propagates)", "any"),
+        ("scatter_min", "scatter_nd_min", "minimum", "the smallest kept (NaN propagates)", "any")):
     _tolerance = _SCATTER_TOLERANCE.get(_kind, EXACT)
     register(OpDef(_axis_name,
                    summary=f"Copy of x with updates at indices along an axis {_how}; "

@@ -49,7 +49,7 @@ def _min(xp: Any, a: Array, b: Array) -> Array:
 
 
 #: The scatter reductions: how two values for one target combine, by reduction kind.
-COMBINE: dict[str, Combine] = {"sum": _add, "prod": _mul, "max": _max, "min": _min}
+COMBINE: dict[str, Combine] = {"sum": _add, "prod": _mul, "maximum": _max, "minimum": _min}
 
 
 # -- index vectors ---------------------------------------------------------------------------
