@@ -119,7 +119,10 @@ def _index_vectors(src: ArgSource, dtype: DType, lead: tuple[int, ...],
     return np.stack(cols, axis=-1) if cols else np.zeros((*lead, 0), dtype.to_numpy())
 
 
-def _scatter_axis_sample(dtypes: frozenset[DType], kind: str) -> Callable[[ArgSource], OpCall]:
+def scatter_axis_sample(dtypes: frozenset[DType], kind: str) -> Callable[[ArgSource], OpCall]:
+    """Samples of an axis-form scatter (``scatter`` and the reductions): indices with
+    duplicates, both ends of the axis and negatives (``_indices``), empty index sets."""
+
     def sample(src: ArgSource) -> OpCall:
         dtype, shape = src.dtype(dtypes, data=True), src.shape(min_rank=1, max_rank=3)
         axis = src.integer(-len(shape), len(shape) - 1)
@@ -428,7 +431,7 @@ for _axis_name, _nd_name, _kind, _how, _values in (
                    infer=_scatter_axis_infer, kernel=_axis_kernel(_kind), dtypes=NUMERIC,
                    tolerance=_tolerance, operand_dtypes=(NUMERIC, NUMERIC, INDEX),
                    unspecified=_scatter_unspecified(_kind),
-                   sample=_scatter_axis_sample(NUMERIC, _values)))
+                   sample=scatter_axis_sample(NUMERIC, _values)))
     register(OpDef(_nd_name,
                    summary=f"Copy of x with slices at index vectors {_how}; duplicates "
                            "combine.",
@@ -477,4 +480,4 @@ register(OpDef("argsort",
                infer=_argsort_infer, kernel=_argsort, dtypes=NUMERIC, tolerance=EXACT,
                result_dtypes=_INT64, sample=_argsort_sample, traits=_SORT))
 
-__all__: list[str] = []
+__all__ = ["scatter_axis_sample"]
