@@ -385,12 +385,17 @@ def _sample_top_k(src: ArgSource) -> OpCall:
     return call
 
 
-register(OpDef("top_k",
-               summary="The k largest elements along one axis, descending (ties: lower index "
-                       "first; NaN largest), and their int64 indices.",
-               category="reduction", operands=("x",), attrs=("k", "axis"), infer=_top_k_infer,
-               kernel=_top_k, dtypes=NUMERIC, tolerance=EXACT, sample=_sample_top_k,
-               result_dtypes=NUMERIC | _INDICES, traits=frozenset({"nan-last-sort"})))
+def _register_select_k(name: str, summary: str, kernel: Callable[..., Any],
+                       sample: Callable[[ArgSource], OpCall]) -> None:
+    """``top_k`` and its mirror ``bottom_k``: values and int64 indices of k elements."""
+    register(OpDef(name, summary=summary, category="reduction", operands=("x",),
+                   attrs=("k", "axis"), infer=_top_k_infer, kernel=kernel, dtypes=NUMERIC,
+                   tolerance=EXACT, sample=sample, result_dtypes=NUMERIC | _INDICES,
+                   traits=frozenset({"nan-last-sort"})))
+
+
+_register_select_k("top_k", "The k largest elements along one axis, descending (ties: lower "
+                   "index first; NaN largest), and their int64 indices.", _top_k, _sample_top_k)
 
 
 # -- bottom_k -----------------------------------------------------------------------------
@@ -415,11 +420,8 @@ def _sample_bottom_k(src: ArgSource) -> OpCall:
     return call
 
 
-register(OpDef("bottom_k",
-               summary="The k smallest elements along one axis, ascending (ties: lower index "
-                       "first; NaN largest, so last), and their int64 indices.",
-               category="reduction", operands=("x",), attrs=("k", "axis"), infer=_top_k_infer,
-               kernel=_bottom_k, dtypes=NUMERIC, tolerance=EXACT, sample=_sample_bottom_k,
-               result_dtypes=NUMERIC | _INDICES, traits=frozenset({"nan-last-sort"})))
+_register_select_k("bottom_k", "The k smallest elements along one axis, ascending (ties: "
+                   "lower index first; NaN largest, so last), and their int64 indices.",
+                   _bottom_k, _sample_bottom_k)
 
 __all__ = ["LOGSOFTMAX_TOLERANCE", "SOFTMAX_TOLERANCE", "float_info", "is_low_float", "widen"]

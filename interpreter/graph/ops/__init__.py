@@ -31,7 +31,7 @@ from .reduction import *  # noqa: F403
 from .shape import *  # noqa: F403
 
 __all__ = sorted({*buffer.__all__, *creation.__all__, *debug.__all__, *devices.__all__,
-                  *elementwise.__all__, *indexing.__all__, *linalg.__all__, *random.__all__,
-                  *reduction.__all__, *shape.__all__})
+    *elementwise.__all__, *indexing.__all__, *linalg.__all__, *random.__all__,
+    *reduction.__all__, *shape.__all__})
 
 install_value_methods()
