@@ -30,6 +30,7 @@ from interpreter.types import BufferType
 __all__ = [
     "AliasingOutputs",
     "AvgPoolCountsPadding",
+    "ArgsortDescendingByReversal",
     "BlockedTailElementwise",
     "Conv2dPaddingSwapped",
     "CrashingExecutor",
@@ -58,6 +59,7 @@ __all__ = [
     "RoundHalfAwayFromZero",
     "SaturatingInt8Negate",
     "ScalarKeyedPlanCache",
+    "ScatterAddDropsDuplicates",
     "ScratchReuseIgnoresViews",
     "SelectSwapsFloatBranches",
     "TiledSumDropsTail",
@@ -996,3 +998,35 @@ class EpsilonOutsideSqrtRmsNorm(PatchedInterpreter):
 
 
 __all__ += ["EpsilonOutsideSqrtRmsNorm", "UnbiasedVarianceLayerNorm"]
+# -- the indexing family (issue 19) ---------------------------------------------------------
+def _scatter_add_by_fancy_index(x: Any, updates: Any, indices: Any, *, axis: int) -> Any:
+    """``out[coords] += updates`` with numpy fancy indexing: the read-modify-write is
+    buffered, so a target named several times receives one update, the others are lost."""
+    axis %= x.ndim
+    idx = indices.astype(np.int64)
+    coords = list(np.indices(indices.shape))
+    coords[axis] = np.where(idx < 0, idx + x.shape[axis], idx)
+    out = x.copy()
+    out[tuple(coords)] += updates
+    return out
+
+
+class ScatterAddDropsDuplicates(PatchedInterpreter):
+    """``scatter_add`` keeps one update per target (numpy's buffered ``a[i] += u``): with
+    indices [0, 0] and updates [1, 1], x[0] grows by 1, not 2 (INDEX-7)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"scatter_add": _scatter_add_by_fancy_index}
+
+
+def _argsort_by_reversal(x: Any, *, ascending: bool) -> Any:
+    low = x.dtype.kind == "V" or (x.dtype.kind == "f" and x.dtype.itemsize < 4)
+    key = x.astype(np.float32) if low else x
+    order = np.argsort(key, kind="stable")
+    return (order if ascending else order[::-1]).astype(np.int64)
+
+
+class ArgsortDescendingByReversal(PatchedInterpreter):
+    """Descending ``argsort`` is the ascending order reversed: equal elements (NaN too) come
+    in reverse index order, so the sort is not stable (argsort.C3)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"argsort": _argsort_by_reversal}

@@ -21,7 +21,7 @@ from interpreter.types import BufferType, DeviceRef, TensorType
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = range(24)
-MULTI_RESULT = {"split", "top_k", "allgather", "allreduce_sum", "reducescatter_sum",
+MULTI_RESULT = {"split", "top_k", "bottom_k", "allgather", "allreduce_sum", "reducescatter_sum",
                 "distributed_broadcast", "distributed_scatter"}
 
 

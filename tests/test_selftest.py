@@ -55,7 +55,7 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
     ("HalfBuiltPlanCache", ["test_state.py"], "failures_between",
      ["the failure needs the earlier calls: replaying 1 of 6 previous calls"]),
     # shape and constant reach (CONF-86, CONF-88): each passes the suite without those files
-    ("BlockedTailElementwise", ["test_reach.py"], "add- or sub- or mul-", ["reach]"]),
+    ("BlockedTailElementwise", ["test_reach.py"], "[add- or [sub- or [mul-", ["reach]"]),
     ("TiledSumDropsTail", ["test_reach.py"], "reduce_sum", ["reduce_sum [", "reach]"]),
     ("ReciprocalDivision", ["test_constants.py"], "div-float32 or div-float64",
      ["div [", "constants]"]),
@@ -81,6 +81,11 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
      ["layer_norm [", "REDUCE-6"]),
     ("EpsilonOutsideSqrtRmsNorm", ["test_ops.py"], "test_op and rms_norm-float32",
      ["rms_norm [", "REDUCE-6"]),
+    # the indexing family (issue 19): duplicates and stability (INDEX-7, argsort.C3)
+    ("ScatterAddDropsDuplicates", ["test_ops.py"],
+     "test_op and (scatter_add-float32 or scatter_add-int32)", ["scatter_add"]),
+    ("ArgsortDescendingByReversal", ["test_ops.py"],
+     "test_op and (argsort-float32 or argsort-int8)", ["argsort"]),
 ]
 
 
@@ -260,7 +265,7 @@ def test_plan_cache_keyed_without_zero_signs_is_caught_by_a_twin(tmp_path: Path)
     graph on the same instance meets the stale plan. The failure says so, the standalone
     repro passes (a fresh executor) and the pair's repro fails."""
     run = run_suite(tmp_path, "ScalarKeyedPlanCache", ["test_constants.py"],
-                    "mul-float32 or add-float64")
+                    "[mul-float32 or [add-float64")
     assert sorted(run.failed()) == [
         "conformance/test_constants.py::test_constant_reach[add-float64]",
         "conformance/test_constants.py::test_constant_reach[mul-float32]"], run.outcomes

@@ -355,6 +355,21 @@ resize_bicubic: Callable[..., Tensor] = functional(ops.resize_bicubic)
 resize_linear: Callable[..., Tensor] = functional(ops.resize_linear)
 resize_nearest: Callable[..., Tensor] = functional(ops.resize_nearest)
 
+# -- indexing (issue 19): gathers and scatters by index vectors, scatter reductions, sorts --
+argsort: Callable[..., Tensor] = functional(ops.argsort)
+bottom_k: Callable[..., Any] = functional(ops.bottom_k)
+gather_nd: Callable[..., Tensor] = functional(ops.gather_nd)
+gather_sum: Callable[..., Tensor] = functional(ops.gather_sum)
+scatter_add: Callable[..., Tensor] = functional(ops.scatter_add)
+scatter_max: Callable[..., Tensor] = functional(ops.scatter_max)
+scatter_min: Callable[..., Tensor] = functional(ops.scatter_min)
+scatter_mul: Callable[..., Tensor] = functional(ops.scatter_mul)
+scatter_nd: Callable[..., Tensor] = functional(ops.scatter_nd)
+scatter_nd_add: Callable[..., Tensor] = functional(ops.scatter_nd_add)
+scatter_nd_max: Callable[..., Tensor] = functional(ops.scatter_nd_max)
+scatter_nd_min: Callable[..., Tensor] = functional(ops.scatter_nd_min)
+scatter_nd_mul: Callable[..., Tensor] = functional(ops.scatter_nd_mul)
+
 __all__ = [
     "abs",
     "add",
@@ -364,6 +379,8 @@ __all__ = [
     "argmax",
     "argmin",
     "avg_pool2d",
+    "argsort",
+    "bottom_k",
     "broadcast_to",
     "buffer_create",
     "buffer_load",
@@ -390,6 +407,8 @@ __all__ = [
     "functional",
     "gather",
     "gather_index",
+    "gather_nd",
+    "gather_sum",
     "gaussian",
     "gelu",
     "getitem",
@@ -433,6 +452,15 @@ __all__ = [
     "rsqrt",
     "run",
     "scatter",
+    "scatter_add",
+    "scatter_max",
+    "scatter_min",
+    "scatter_mul",
+    "scatter_nd",
+    "scatter_nd_add",
+    "scatter_nd_max",
+    "scatter_nd_min",
+    "scatter_nd_mul",
     "sigmoid",
     "silu",
     "sin",

@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (registration)
     debug,
     devices,
     elementwise,
+    indexing,
     linalg,
     pooling,
     normalization,

@@ -54,7 +54,9 @@ _INTS = _tuple_of(_INT)
 _BY_NAME: dict[str, AttrType] = {
     "approximate": AttrType("str", _is(str),
                             "`'none'` (erf form), `'tanh'` or `'quick'` (sigmoid form)"),
+    "ascending": AttrType("bool", _is(bool)),
     "axis": AttrType("int", _INT, "in [-rank, rank); negative counts from the end (AXIS-1)"),
+    "batch_dims": AttrType("int", _INT, "leading dims shared by the operands"),
     "device": AttrType("DeviceRef", _is(DeviceRef), "the result's device"),
     "dtype": AttrType("DType", _is(DType), "the result dtype"),
     "epsilon": AttrType("float", _FLOAT, "added to the variance or mean square (as float32)"),

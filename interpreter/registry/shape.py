@@ -23,6 +23,7 @@ from .buffer import check_slices
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL, BOOL, INDEX
 from .padding import pad_infer, pad_kernel, pad_sample
+from .indexing import scatter_axis_sample
 from .rules import same_types
 
 __all__ = [
@@ -444,23 +445,12 @@ def _scatter_unspecified(x: np.ndarray, updates: np.ndarray, indices: np.ndarray
     return np.broadcast_to(np.any(bad, axis=axis, keepdims=True), x.shape)
 
 
-def _scatter_sample(src: ArgSource) -> OpCall:
-    dtype, shape = src.dtype(ALL, data=True), src.shape(min_rank=1, max_rank=3)
-    axis = src.integer(-len(shape), len(shape) - 1)
-    n = shape[axis]
-    ishape = list(shape)
-    ishape[axis] = src.axis_size(0, 4, rest=math.prod(shape) // n) if n else 0
-    idtype = src.dtype(INDEX)
-    return OpCall([src.values(dtype, shape), src.values(dtype, tuple(ishape)),
-                   src.values(idtype, tuple(ishape), f"index:{n}")], {"axis": axis})
-
-
 register(OpDef("scatter",
                summary="Copy of x with updates written at indices along an axis "
                        "(np.put_along_axis; last write wins).",
                category="shape", operands=("x", "updates", "indices"), attrs=("axis",),
                infer=_scatter_infer, kernel=_scatter, dtypes=ALL, tolerance=EXACT,
-               unspecified=_scatter_unspecified, sample=_scatter_sample,
+               unspecified=_scatter_unspecified, sample=scatter_axis_sample(ALL, "any"),
                operand_dtypes=(ALL, ALL, INDEX), traits=_BYTE_COPY))
 
 

@@ -13,6 +13,7 @@ from . import (
     debug,
     devices,
     elementwise,
+    indexing,
     linalg,
     pooling,
     normalization,
@@ -28,6 +29,7 @@ from .creation import *  # noqa: F403
 from .debug import *  # noqa: F403
 from .devices import *  # noqa: F403
 from .elementwise import *  # noqa: F403
+from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .methods import install_value_methods
 from .pooling import *  # noqa: F403
@@ -39,9 +41,9 @@ from .shape import *  # noqa: F403
 from .vision import *  # noqa: F403
 
 __all__ = sorted({*buffer.__all__, *convolution.__all__, *creation.__all__, *debug.__all__,
-                  *devices.__all__, *elementwise.__all__, *linalg.__all__, *normalization.__all__,
-                  *pooling.__all__, *random.__all__, *reduction.__all__, *shape.__all__,
-                  *vision.__all__}
+                  *devices.__all__, *elementwise.__all__, *indexing.__all__, *linalg.__all__,
+                  *normalization.__all__, *pooling.__all__, *random.__all__, *reduction.__all__,
+                  *shape.__all__, *vision.__all__}
                  | set(resize_builders.__all__))
 
 install_value_methods()
