@@ -192,7 +192,7 @@ class BiasedArgSource:
         if self.reach is not None and max_rank >= 1:
             got = (self._reach_shape(min_rank, max_rank, min_side, rest)
                    if max_side >= SHORT_MAX_SIDE else
-                   self._short_shape(min_rank, max_rank, min_side, max_side))
+                   self._short_shape(min_rank, max_rank, min_side, max_side, rest))
             self.drawn_shapes.append(got)
             return got
         cls = self.shape_class
@@ -248,13 +248,18 @@ class BiasedArgSource:
             rest *= sides[i]
         return tuple(sides)
 
-    def _short_shape(self, min_rank: int, max_rank: int, min_side: int, max_side: int
-                     ) -> tuple[int, ...]:
+    def _short_shape(self, min_rank: int, max_rank: int, min_side: int, max_side: int,
+                     rest: int = 1) -> tuple[int, ...]:
         """An axis the op keeps short: buckets, never empty (a reach structure is not the
-        empty class)."""
+        empty class), and no longer than ``rest`` leaves room for (1 when it leaves none)."""
         lo = max(1, min_side) if max_side >= 1 else min_side
         rank = self._int(min_rank, max_rank)
-        return tuple(self._side(lo, max(lo, max_side)) for _ in range(rank))
+        sides = []
+        for _ in range(rank):
+            hi = max(lo, min(max_side, REACH_ELEMENTS // max(1, rest)))
+            sides.append(self._side(lo, hi))
+            rest *= max(1, sides[-1])
+        return tuple(sides)
 
     def integer(self, lo: int, hi: int) -> int:
         return self._int(lo, hi)
