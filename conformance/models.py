@@ -93,9 +93,10 @@ def decoder(t: dict[str, Any]) -> list[Any]:
     x = x + F.reshape(F.transpose(attn, 0, 1), [SEQ, HIDDEN]) @ t["wo"]
     h = F.rms_norm(x, t["mlp_norm"], EPS)
     x = x + (F.silu(h @ t["w_gate"]) * (h @ t["w_up"])) @ t["w_down"]
-    logits = F.rms_norm(x, t["final_norm"], EPS) @ t["lm_head"]  # [seq, vocab]
+    hidden = F.rms_norm(x, t["final_norm"], EPS)  # the last hidden state
+    logits = hidden @ t["lm_head"]  # [seq, vocab]
     values, indices = F.top_k(logits, TOP_K, axis=-1)
-    return [logits, values, indices]
+    return [logits, values, indices, hidden, k, v]
 
 
 DECODER = Model("decoder", (
@@ -127,7 +128,8 @@ def cnn(t: dict[str, Any]) -> list[Any]:
                  F.InterpolationMode.BILINEAR)
     y = F.avg_pool2d(F.permute(y, [0, 2, 3, 1]), (3, 3), stride=3, padding=1,
                      count_boundary=False)  # [N, 4, 4, F]
-    return [F.reshape(y, [BATCH, 4 * 4 * FEATURES]) @ t["head"]]
+    features = F.reshape(y, [BATCH, 4 * 4 * FEATURES])
+    return [features @ t["head"], features]
 
 
 CNN = Model("cnn", (
@@ -150,8 +152,8 @@ def mlp(t: dict[str, Any]) -> list[Any]:
     h = F.gelu(h @ t["w1"] + t["b1"], approximate="tanh")
     h = F.gelu(h @ t["w2"] + t["b2"], approximate="quick")
     h = F.layer_norm(h, t["ln2_gamma"], t["ln2_beta"], EPS)
-    h = F.gelu(h @ t["w3"] + t["b3"], approximate="none")
-    return [h @ t["w4"]]
+    features = F.gelu(h @ t["w3"] + t["b3"], approximate="none")
+    return [features @ t["w4"], features]
 
 
 MLP = Model("mlp", (

@@ -2,8 +2,9 @@
 
 One ``test_op`` cell per (op family, dtype kind), plus one float32 and one integer cell per
 op (CONF-100), ``general`` shape class first, every special-value sweep, one random-graph
-test, one model cell, the smoke families of the state tests (CONF-93), one test per op family of the other
-per-op families; the rest is deselected (``select``, called by the plugin after ``-k``/``-m``).
+test, one model cell (CONF-112), the smoke families of the state tests (CONF-93), one test
+per op family of the other per-op families; the rest is deselected (``select``, called by
+the plugin after ``-k``/``-m``).
 """
 
 from __future__ import annotations

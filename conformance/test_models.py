@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from interpreter.dtype import DType
@@ -46,7 +46,9 @@ def test_model(model: str, dtype: DType, executor: Any, reference: Any,
                 f"model {model} [{dtype.value}]", op=None, dtype=dtype.value,
                 shape_class=f"model:{model}", rules=RULES)
 
-    @settings(max_examples=graphs_per_cell(request.config))
+    # no shrink phase: a seed has no size to shrink; the failing case is minimised (CONF-19)
+    @settings(max_examples=graphs_per_cell(request.config),
+              phases=(Phase.explicit, Phase.reuse, Phase.generate))
     @given(seed=st.integers(0, 2**32 - 1))
     def prop(seed: int) -> None:
         first, *more = input_sets(MODELS[model], dtype, seed)

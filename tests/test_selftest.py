@@ -297,3 +297,30 @@ def test_smoke_catches_nan_ignoring_maximum(tmp_path: Path) -> None:
     assert any("test_special_sweep[max-float32]" in n for n in failed), failed
     assert all("max" in text for text in run.failures().values())
     assert_repro_fails(run)
+
+
+# issue 19, model graphs (CONF-111, CONF-112): a wrong kernel of each new op family is caught
+# by a float32 model cell, which names the op in the (minimised) failure
+MODELS: list[tuple[str, list[str], str | None, list[str]]] = [
+    ("UnbiasedVarianceLayerNorm", ["test_models.py"], "test_model and mlp-float32",
+     ["model mlp [float32]", "layer_norm [", "minimised from"]),
+    ("EpsilonOutsideSqrtRmsNorm", ["test_models.py"], "test_model and decoder-float32",
+     ["model decoder [float32]", "rms_norm [", "minimised from"]),
+    ("Conv2dPaddingSwapped", ["test_models.py"], "test_model and cnn-float32",
+     ["model cnn [float32]", "conv2d [", "minimised from"]),
+    ("AvgPoolCountsPadding", ["test_models.py"], "test_model and cnn-float32",
+     ["model cnn [float32]", "avg_pool2d [", "minimised from"]),
+    ("ResizeLinearAlignsCorners", ["test_models.py"], "test_model and cnn-float32",
+     ["model cnn [float32]", "resize_linear [", "minimised from"]),
+    ("GeluTanhAsErf", ["test_models.py"], "test_model and mlp-float32",
+     ["model mlp [float32]", "gelu [", "minimised from"]),
+    ("GeluTanhAsErf", ["test_ops.py"], "test_op and gelu-float32", ["gelu ["]),
+]
+
+
+@pytest.mark.spec("CONF-111", "CONF-112", "CONF-18", "CONF-11")
+@pytest.mark.parametrize(("broken", "files", "k", "words"), MODELS,
+                         ids=[f"{c[0]}-{c[1][0][5:-3]}" for c in MODELS])
+def test_model_cell_catches_broken_executor(tmp_path: Path, broken: str, files: list[str],
+                                            k: str | None, words: list[str]) -> None:
+    _assert_caught(tmp_path, broken, files, k, words)
