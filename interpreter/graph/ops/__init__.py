@@ -15,8 +15,8 @@ from . import (
     elementwise,
     indexing,
     linalg,
-    pooling,
     normalization,
+    pooling,
     random,
     reduction,
     shape,
@@ -32,8 +32,8 @@ from .elementwise import *  # noqa: F403
 from .indexing import *  # noqa: F403
 from .linalg import *  # noqa: F403
 from .methods import install_value_methods
-from .pooling import *  # noqa: F403
 from .normalization import *  # noqa: F403
+from .pooling import *  # noqa: F403
 from .random import *  # noqa: F403
 from .reduction import *  # noqa: F403
 from .resize import *  # noqa: F403
