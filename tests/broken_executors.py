@@ -29,8 +29,8 @@ from interpreter.types import BufferType
 
 __all__ = [
     "AliasingOutputs",
-    "AvgPoolCountsPadding",
     "ArgsortDescendingByReversal",
+    "AvgPoolCountsPadding",
     "BlockedTailElementwise",
     "Conv2dPaddingSwapped",
     "CrashingExecutor",

@@ -22,8 +22,8 @@ from .attrtypes import AttrType
 from .buffer import check_slices
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL, BOOL, INDEX
-from .padding import pad_infer, pad_kernel, pad_sample
 from .indexing import scatter_axis_sample
+from .padding import pad_infer, pad_kernel, pad_sample
 from .rules import same_types
 
 __all__ = [
