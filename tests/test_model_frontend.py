@@ -1,4 +1,5 @@
-"""The model programs of ``conformance/models.py`` on the front end (CONF-111, CONF-113).
+"""The model programs of ``conformance/test_models.py`` on the front end (CONF-111,
+CONF-113).
 
 Each model runs eagerly, lazily, op by op and as the staged graph with bit-identical results
 on the reference; the decoder block is checked against an independent float64 numpy model
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 
 import interpreter.experimental.functional as F
-from conformance import models as M
+from conformance import test_models as M
 from interpreter.dtype import DType
 from interpreter.executor import InterpreterExecutor
 from interpreter.experimental.realization_context import (
