@@ -4,7 +4,8 @@ CONF-113).
 Each model runs eagerly, lazily, op by op and as the staged graph with bit-identical results
 on the reference; the decoder block is checked against an independent float64 numpy model
 (and is causal); the front-end functions the models use take MAX 26.7's parameters and
-reject bad shapes with MAX's exception type (``ValueError``) naming the violated rule.
+reject bad shapes with MAX's exception type (``ValueError``) naming the violated rule. The
+smoke subset keeps one model cell, which reuses one graph structure (CONF-112).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +29,7 @@ from interpreter.experimental.realization_context import (
 )
 from interpreter.experimental.tensor import Tensor, realization_context
 from interpreter.selection import set_default_executor
+from tests.suite_runner import run_suite
 
 CELLS = [(m, d) for m in sorted(M.MODELS) for d in M.MODEL_DTYPES]
 
@@ -200,3 +203,13 @@ def test_bad_shapes_raise_a_value_error_naming_the_rule(case: str) -> None:
     call, rule = BAD_SHAPES[case]
     with pytest.raises(ValueError, match=rf"\[{rule}\]"):  # MAX raises ValueError too
         call()
+
+
+@pytest.mark.spec("CONF-112", "CONF-35")
+def test_smoke_keeps_the_decoder_float32_cell_on_one_structure(tmp_path: Path) -> None:
+    run = run_suite(tmp_path, "interpreter.executor:InterpreterExecutor", ["test_models.py"],
+                    None, "--conformance-smoke")
+    assert run.selected == ["conformance/test_models.py::test_model[decoder-float32]"]
+    assert run.code == pytest.ExitCode.OK, run.outcomes
+    (meta,) = run.meta.values()
+    assert meta["structures"] == 1 and meta["value_checks"] == 2 * M.INPUT_SETS, meta
