@@ -301,19 +301,18 @@ def test_smoke_catches_nan_ignoring_maximum(tmp_path: Path) -> None:
 
 # issue 19, model graphs (CONF-111, CONF-112): a wrong kernel of each new op family is caught
 # by a float32 model cell, which names the op in the (minimised) failure
+def _model_cell(broken: str, model: str, op: str) -> tuple[str, list[str], str, list[str]]:
+    return (broken, ["test_models.py"], f"test_model and {model}-float32",
+            [f"model {model} [float32]", f"{op} [", "minimised from"])
+
+
 MODELS: list[tuple[str, list[str], str | None, list[str]]] = [
-    ("UnbiasedVarianceLayerNorm", ["test_models.py"], "test_model and mlp-float32",
-     ["model mlp [float32]", "layer_norm [", "minimised from"]),
-    ("EpsilonOutsideSqrtRmsNorm", ["test_models.py"], "test_model and decoder-float32",
-     ["model decoder [float32]", "rms_norm [", "minimised from"]),
-    ("Conv2dPaddingSwapped", ["test_models.py"], "test_model and cnn-float32",
-     ["model cnn [float32]", "conv2d [", "minimised from"]),
-    ("AvgPoolCountsPadding", ["test_models.py"], "test_model and cnn-float32",
-     ["model cnn [float32]", "avg_pool2d [", "minimised from"]),
-    ("ResizeLinearAlignsCorners", ["test_models.py"], "test_model and cnn-float32",
-     ["model cnn [float32]", "resize_linear [", "minimised from"]),
-    ("GeluTanhAsErf", ["test_models.py"], "test_model and mlp-float32",
-     ["model mlp [float32]", "gelu [", "minimised from"]),
+    _model_cell("UnbiasedVarianceLayerNorm", "mlp", "layer_norm"),
+    _model_cell("EpsilonOutsideSqrtRmsNorm", "decoder", "rms_norm"),
+    _model_cell("Conv2dPaddingSwapped", "cnn", "conv2d"),
+    _model_cell("AvgPoolCountsPadding", "cnn", "avg_pool2d"),
+    _model_cell("ResizeLinearAlignsCorners", "cnn", "resize_linear"),
+    _model_cell("GeluTanhAsErf", "mlp", "gelu"),
     ("GeluTanhAsErf", ["test_ops.py"], "test_op and gelu-float32", ["gelu ["]),
 ]
 
