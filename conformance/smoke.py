@@ -2,8 +2,9 @@
 
 One ``test_op`` cell per (op family, dtype kind), plus one float32 and one integer cell per
 op (CONF-100), ``general`` shape class first, every special-value sweep, one random-graph
-test, the smoke families of the state tests (CONF-93), one test per op family of the other
-per-op families; the rest is deselected (``select``, called by the plugin after ``-k``/``-m``).
+test, one model cell (CONF-112), the smoke families of the state tests (CONF-93), one test
+per op family of the other per-op families; the rest is deselected (``select``, called by
+the plugin after ``-k``/``-m``).
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ def _smoke_key(item: pytest.Item) -> tuple[Any, ...] | None:
         return None  # every sweep (CONF-100)
     if name == "test_graph":  # mixed-0 only
         return ("graph",) if (params["family"], params["chunk"]) == ("mixed", 0) else _DROP
+    if name == "test_model":  # CONF-112: the decoder block in float32 only
+        return (("model",) if (params["model"], params["dtype"].value) == ("decoder", "float32")
+                else _DROP)
     if name == "test_state_sequence":  # CONF-93: the smoke families of the state tests
         from .sequences import SMOKE_FAMILIES
 

@@ -1030,3 +1030,20 @@ class ArgsortDescendingByReversal(PatchedInterpreter):
     in reverse index order, so the sort is not stable (argsort.C3)."""
 
     overrides: ClassVar[dict[str, Kernel]] = {"argsort": _argsort_by_reversal}
+
+
+# -- activations (issue 19): gelu's approximate forms ----------------------------------------------
+def _gelu_tanh_as_erf(x: Any, *, approximate: str) -> Any:
+    return REGISTRY["gelu"].kernel(x, approximate="none" if approximate == "tanh"
+                                   else approximate)
+
+
+class GeluTanhAsErf(PatchedInterpreter):
+    """``gelu(approximate="tanh")`` computes the erf form: a backend mapping every gelu onto
+    its one exact kernel and dropping the flag (the forms differ by up to ~3e-4 near |x| = 2).
+    """
+
+    overrides: ClassVar[dict[str, Kernel]] = {"gelu": _gelu_tanh_as_erf}
+
+
+__all__ += ["GeluTanhAsErf"]

@@ -297,3 +297,29 @@ def test_smoke_catches_nan_ignoring_maximum(tmp_path: Path) -> None:
     assert any("test_special_sweep[max-float32]" in n for n in failed), failed
     assert all("max" in text for text in run.failures().values())
     assert_repro_fails(run)
+
+
+# issue 19, model graphs (CONF-111, CONF-112): a wrong kernel of each new op family is caught
+# by a float32 model cell, which names the op in the (minimised) failure
+def _model_cell(broken: str, model: str, op: str) -> tuple[str, list[str], str, list[str]]:
+    return (broken, ["test_models.py"], f"test_model and {model}-float32",
+            [f"model {model} [float32]", f"{op} [", "minimised from"])
+
+
+MODELS: list[tuple[str, list[str], str | None, list[str]]] = [
+    _model_cell("UnbiasedVarianceLayerNorm", "mlp", "layer_norm"),
+    _model_cell("EpsilonOutsideSqrtRmsNorm", "decoder", "rms_norm"),
+    _model_cell("Conv2dPaddingSwapped", "cnn", "conv2d"),
+    _model_cell("AvgPoolCountsPadding", "cnn", "avg_pool2d"),
+    _model_cell("ResizeLinearAlignsCorners", "cnn", "resize_linear"),
+    _model_cell("GeluTanhAsErf", "mlp", "gelu"),
+    ("GeluTanhAsErf", ["test_ops.py"], "test_op and gelu-float32", ["gelu ["]),
+]
+
+
+@pytest.mark.spec("CONF-111", "CONF-112", "CONF-18", "CONF-11")
+@pytest.mark.parametrize(("broken", "files", "k", "words"), MODELS,
+                         ids=[f"{c[0]}-{c[1][0][5:-3]}" for c in MODELS])
+def test_model_cell_catches_broken_executor(tmp_path: Path, broken: str, files: list[str],
+                                            k: str | None, words: list[str]) -> None:
+    _assert_caught(tmp_path, broken, files, k, words)

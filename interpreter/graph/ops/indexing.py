@@ -111,10 +111,10 @@ def _axis_attr(x: TensorValue, axis: Any) -> Any:
     return int(axis) % x.rank if axis_problem(axis, x.rank, numpy_ints=True) is None else axis
 
 
-def gather_nd(x: TensorValue, indices: TensorValue, batch_dims: int = 0) -> TensorValue:
-    """Slices of ``x`` picked by the index vectors on the last axis of ``indices``, after
+def gather_nd(input: TensorValue, indices: TensorValue, batch_dims: int = 0) -> TensorValue:
+    """Slices of ``input`` picked by the index vectors on the last axis of ``indices``, after
     ``batch_dims`` leading dims both share; out-of-range vectors read unspecified values."""
-    return stage1("gather_nd", (x, indices), {"batch_dims": batch_dims})
+    return stage1("gather_nd", (input, indices), {"batch_dims": batch_dims})
 
 
 def gather_sum(x: TensorValue, indices: TensorValue) -> TensorValue:
@@ -122,49 +122,49 @@ def gather_sum(x: TensorValue, indices: TensorValue) -> TensorValue:
     return stage1("gather_sum", (x, indices))
 
 
-def scatter_nd(x: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
-    """Copy of ``x`` with the slice at each index vector overwritten by its updates."""
-    return stage1("scatter_nd", (x, updates, indices))
+def scatter_nd(input: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
+    """Copy of ``input`` with the slice at each index vector overwritten by its updates."""
+    return stage1("scatter_nd", (input, updates, indices))
 
 
-def scatter_add(x: TensorValue, updates: TensorValue, indices: TensorValue, axis: int = -1
+def scatter_add(input: TensorValue, updates: TensorValue, indices: TensorValue, axis: int = -1
                 ) -> TensorValue:
     """``scatter`` that adds: every update at a target is summed into it."""
-    return stage1("scatter_add", (x, updates, indices), {"axis": _axis_attr(x, axis)})
+    return stage1("scatter_add", (input, updates, indices), {"axis": _axis_attr(input, axis)})
 
 
-def scatter_max(x: TensorValue, updates: TensorValue, indices: TensorValue, axis: int = -1
+def scatter_max(input: TensorValue, updates: TensorValue, indices: TensorValue, axis: int = -1
                 ) -> TensorValue:
     """``scatter`` keeping the largest of the target and every update at it."""
-    return stage1("scatter_max", (x, updates, indices), {"axis": _axis_attr(x, axis)})
+    return stage1("scatter_max", (input, updates, indices), {"axis": _axis_attr(input, axis)})
 
 
-def scatter_min(x: TensorValue, updates: TensorValue, indices: TensorValue, axis: int = -1
+def scatter_min(input: TensorValue, updates: TensorValue, indices: TensorValue, axis: int = -1
                 ) -> TensorValue:
     """``scatter`` keeping the smallest of the target and every update at it."""
-    return stage1("scatter_min", (x, updates, indices), {"axis": _axis_attr(x, axis)})
+    return stage1("scatter_min", (input, updates, indices), {"axis": _axis_attr(input, axis)})
 
 
-def scatter_mul(x: TensorValue, updates: TensorValue, indices: TensorValue, axis: int = -1
+def scatter_mul(input: TensorValue, updates: TensorValue, indices: TensorValue, axis: int = -1
                 ) -> TensorValue:
     """``scatter`` that multiplies: the target times every update at it."""
-    return stage1("scatter_mul", (x, updates, indices), {"axis": _axis_attr(x, axis)})
+    return stage1("scatter_mul", (input, updates, indices), {"axis": _axis_attr(input, axis)})
 
 
-def scatter_nd_add(x: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
-    return stage1("scatter_nd_add", (x, updates, indices))
+def scatter_nd_add(input: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
+    return stage1("scatter_nd_add", (input, updates, indices))
 
 
-def scatter_nd_max(x: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
-    return stage1("scatter_nd_max", (x, updates, indices))
+def scatter_nd_max(input: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
+    return stage1("scatter_nd_max", (input, updates, indices))
 
 
-def scatter_nd_min(x: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
-    return stage1("scatter_nd_min", (x, updates, indices))
+def scatter_nd_min(input: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
+    return stage1("scatter_nd_min", (input, updates, indices))
 
 
-def scatter_nd_mul(x: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
-    return stage1("scatter_nd_mul", (x, updates, indices))
+def scatter_nd_mul(input: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
+    return stage1("scatter_nd_mul", (input, updates, indices))
 
 
 def argsort(x: TensorValue, ascending: bool = True) -> TensorValue:

@@ -68,23 +68,23 @@ def cumsum(x: TensorValue, axis: int = -1, exclusive: bool = False, reverse: boo
     return stage1("cumsum", (x,), {"axis": axis, "exclusive": exclusive, "reverse": reverse})
 
 
-def softmax(x: TensorValue, axis: int = -1) -> TensorValue:
-    return stage1("softmax", (x,), {"axis": axis})
+def softmax(value: TensorValue, axis: int = -1) -> TensorValue:
+    return stage1("softmax", (value,), {"axis": axis})
 
 
 def logsoftmax(x: TensorValue, axis: int = -1) -> TensorValue:
     return stage1("logsoftmax", (x,), {"axis": axis})
 
 
-def top_k(x: TensorValue, k: int, axis: int = -1) -> tuple[TensorValue, TensorValue]:
+def top_k(input: TensorValue, k: int, axis: int = -1) -> tuple[TensorValue, TensorValue]:
     """The ``k`` largest elements along ``axis`` (descending) and their int64 indices."""
-    values, indices = stage("top_k", (x,), {"k": k, "axis": axis})
+    values, indices = stage("top_k", (input,), {"k": k, "axis": axis})
     return values, indices  # type: ignore[return-value]
 
 
-def bottom_k(x: TensorValue, k: int, axis: int = -1) -> tuple[TensorValue, TensorValue]:
+def bottom_k(input: TensorValue, k: int, axis: int = -1) -> tuple[TensorValue, TensorValue]:
     """The ``k`` smallest elements along ``axis`` (ascending) and their int64 indices."""
-    values, indices = stage("bottom_k", (x,), {"k": k, "axis": axis})
+    values, indices = stage("bottom_k", (input,), {"k": k, "axis": axis})
     return values, indices  # type: ignore[return-value]
 
 

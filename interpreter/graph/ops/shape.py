@@ -126,9 +126,9 @@ def split(x: TensorValue, split_sizes: int | Sequence[int], axis: int = 0
     return list(stage("split", (x,), {"sizes": tuple(sizes), "axis": a}))  # type: ignore[arg-type]
 
 
-def gather(x: TensorValue, indices: TensorValue, axis: int) -> TensorValue:
-    """``np.take(x, indices, axis)``; out-of-range indices give unspecified values."""
-    return stage1("gather", (x, indices), {"axis": _soft_axis(x, axis)})
+def gather(input: TensorValue, indices: TensorValue, axis: int) -> TensorValue:
+    """``np.take(input, indices, axis)``; out-of-range indices give unspecified values."""
+    return stage1("gather", (input, indices), {"axis": _soft_axis(input, axis)})
 
 
 def scatter(x: TensorValue, updates: TensorValue, indices: TensorValue, axis: int
