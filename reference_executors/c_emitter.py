@@ -22,7 +22,7 @@ NUM-4. An entry may also carry the op's byte-exact numpy ``out=`` form for the c
 executor's numpy tier (``numpy_out``), where the registry kernel is not a ufunc.
 
 Adding an elementwise op to both backends is one entry here; ``python -m
-tests.reference_executors.golden --update`` then writes its golden sources for review.
+tools.golden --update`` then writes its golden sources for review.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 SPECIALS_BEGIN = ("<!-- special-value table (CONF-101) generated from the reference by "
-                  "`python -m tests.spec_tools`; do not edit -->")
+                  "`python -m tools.spec`; do not edit -->")
 SPECIALS_END = "<!-- end of special-value table -->"
 UNSPEC = "unspec."
 

@@ -15,9 +15,7 @@ from interpreter.graph import Graph, TensorType, ops
 from interpreter.graph.lowering import lower
 from interpreter.registry import REGISTRY
 from reference_executors.c_emitter import CUDA, ENTRIES, HOST, expression, numpy_out
-
-from .golden import DIR, expected_files, host_source, op_graphs
-from .golden.__main__ import PATTERNS
+from tools.golden import DIR, PATTERNS, expected_files, host_source, op_graphs
 
 #: COMP-15's list: the ops the native tier computes.
 NATIVE_OPS = {"add", "sub", "mul", "div", "max", "min", "equal", "not_equal", "greater",
@@ -32,11 +30,11 @@ BACKENDS = ("compiling.py", "compiling_native.py", "compiling_plan.py", "cuda_co
 @pytest.mark.parametrize("name", sorted(expected_files()))
 def test_golden_source_is_current(name: str) -> None:
     """The generated C equals the reviewed file; after a deliberate change run
-    ``python -m tests.reference_executors.golden --update`` and review the diff."""
+    ``python -m tools.golden --update`` and review the diff."""
     text = expected_files()[name]
     path = DIR / name
     assert path.exists() and path.read_text() == text, (
-        f"{path} is stale: run `python -m tests.reference_executors.golden --update` and "
+        f"{path} is stale: run `python -m tools.golden --update` and "
         "review the diff")
 
 

@@ -18,8 +18,8 @@ from interpreter.registry import REGISTRY
 from reference_executors import cuda_codegen, gpu
 from reference_executors.cuda_codegen import ELEMENTWISE_OPS, generate_group
 from reference_executors.gpu import CupyExecutor, gpu_refusal, plan_gpu
+from tools.golden import DIR
 
-from .golden import DIR
 from .gpu_graphs import on_device
 from .graphs import mlp
 

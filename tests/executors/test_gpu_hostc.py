@@ -24,9 +24,9 @@ from interpreter.registry import REGISTRY
 from interpreter.registry.random import largest_below
 from reference_executors.cuda_codegen import ELEMENTWISE_OPS, KernelSource
 from reference_executors.cuda_codegen import random_kernel as make_random_kernel
+from tools.golden import cuda_sources, op_graphs
 
 from . import hostc
-from .golden import cuda_sources, op_graphs
 from .gpu_graphs import on_device
 from .graphs import chain16
 

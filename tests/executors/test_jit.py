@@ -22,8 +22,8 @@ from interpreter.registry.rules import elementwise
 from interpreter.testing import Buf, assert_same, build
 from reference_executors.compiling import CompilingExecutor
 from reference_executors.jit import CACHE_SIZE, CompositeExecutor, JitExecutor, may_mutate
+from tests.executors.fakes import WAIT_S, FakeCompiler, wait_for
 from tests.frontend.helpers import Counting, f32
-from tests.reference_executors.fakes import WAIT_S, FakeCompiler, wait_for
 
 RAISING = "test_jit_raising"
 

@@ -19,7 +19,7 @@ from interpreter.registry import REGISTRY, OpDef
 from interpreter.registry.attrtypes import attr_type
 from interpreter.types import BufferType, DeviceRef, TensorType
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SEEDS = range(24)
 MULTI_RESULT = {"split", "top_k", "allgather", "allreduce_sum"}
 

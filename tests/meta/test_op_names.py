@@ -19,7 +19,7 @@ import pytest
 
 from interpreter.registry import REGISTRY, OpDef
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("interpreter", "conformance", "reference_executors")
 C_EMITTER = "reference_executors/c_emitter.py"
 
@@ -85,7 +85,7 @@ def test_scanner_skips_all_and_sees_every_other_string() -> None:
     source = ('__all__ = ["add", "mul"]\n__all__ += ["sub"]\nTABLE = {"max": 1}\n'
               'def f(x: str = "exp") -> str:\n    return f"{x}-neg" + "abs"\n')
     assert string_constants(source) == {"max", "exp", "-neg", "abs"}
-    assert is_test_module("conformance/test_ops.py") and is_test_module("tests/oracle.py")
+    assert is_test_module("conformance/test_ops.py") and is_test_module("tests/ops/oracle.py")
     assert not is_test_module("conformance/strategies.py")
 
 

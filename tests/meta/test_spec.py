@@ -1,7 +1,10 @@
-"""The spec is executable: every example runs, every op has a section, every cited rule exists."""
+"""The spec is executable: every example runs, every op has a section, every cited rule exists,
+and its generated parts are current (``python -m tools.spec`` rewrites them)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,7 +15,32 @@ from interpreter.dtype import DType
 from interpreter.graph import BufferType, DeviceRef, Graph, TensorType, ops
 from interpreter.registry import REGISTRY
 from interpreter.testing import Buf, assert_same, build, run
-from tests.spec_tools import all_examples, cited_rules_in_source, defined_rules, op_sections
+from tools.spec import ROOT, SPEC, defined_rules, op_sections
+
+RULE_CITE = re.compile(r"\[([A-Z][A-Z0-9]*-\d+|[a-z_0-9]+\.C\d+)\]")
+FENCE = re.compile(r"```python\n(.*?)```", re.S)
+
+
+def examples(path: Path) -> list[str]:
+    """The ```python blocks of the '## Examples' section of a spec page."""
+    m = re.search(r"^## Examples\n(.*?)(?=^## |\Z)", path.read_text(), re.S | re.M)
+    return FENCE.findall(m.group(1)) if m else []
+
+
+def all_examples() -> list[tuple[str, int, str]]:
+    """(page, index, code) for every executable example anywhere under spec/."""
+    return [(str(p.relative_to(SPEC)), i, code) for p in sorted(SPEC.rglob("*.md"))
+            for i, code in enumerate(FENCE.findall(p.read_text()))]
+
+
+def cited_rules_in_source() -> dict[str, str]:
+    """rule id -> file, for every ``[ID]`` cited in the interpreter's source."""
+    cites: dict[str, str] = {}
+    for p in sorted((ROOT / "interpreter").rglob("*.py")):
+        for rid in RULE_CITE.findall(p.read_text()):
+            cites.setdefault(rid, str(p.relative_to(ROOT)))
+    return cites
+
 
 EXAMPLES = all_examples()
 
@@ -56,8 +84,6 @@ def test_every_registry_op_has_a_section_and_every_section_names_an_op() -> None
 @pytest.mark.spec("SPEC-2")
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_op_has_an_executed_example(name: str, staged_ops: set[str]) -> None:
-    from tests.spec_tools import examples
-
     path = op_sections().get(name)
     assert path is not None, f"no spec section for {name}"
     blocks = examples(path)
@@ -76,9 +102,7 @@ def test_every_rule_cited_by_an_error_is_defined_in_the_spec() -> None:
 
 @pytest.mark.spec("SPEC-3")
 def test_rule_ids_are_unique() -> None:
-    import re
-
-    from tests.spec_tools import RULE_DEF, SPEC
+    from tools.spec import RULE_DEF
 
     seen: dict[str, str] = {}
     dups = []
@@ -95,30 +119,26 @@ def test_rule_ids_are_unique() -> None:
 
 @pytest.mark.spec("SPEC-4")
 def test_generated_indexes_are_up_to_date() -> None:
-    from tests.spec_tools import SPEC, render_op_index, render_rule_index
+    from tools.spec import render_op_index, render_rule_index
 
     for path, text in ((SPEC / "ops" / "README.md", render_op_index()),
                        (SPEC / "RULES.md", render_rule_index())):
         assert path.exists() and path.read_text() == text, \
-            f"{path.relative_to(SPEC.parent)} is stale: run `python -m tests.spec_tools`"
+            f"{path.relative_to(SPEC.parent)} is stale: run `python -m tools.spec`"
 
 
 @pytest.mark.spec("SPEC-4", "TOL-1", "REDUCE-6", "OPDT-1")
 def test_generated_tolerance_and_dtype_headers_are_up_to_date() -> None:
     """The REDUCE-6 table and each op page's dtype/tolerance header come from the registry."""
-    from tests.spec_tools import GEN_BEGIN, SPEC, generated_pages
+    from tools.spec import GEN_BEGIN, generated_pages
 
     stale = [str(path.relative_to(SPEC.parent)) for path, text in generated_pages().items()
              if GEN_BEGIN not in path.read_text() or path.read_text() != text]
-    assert not stale, f"stale generated parts in {stale}: run `python -m tests.spec_tools`"
+    assert not stale, f"stale generated parts in {stale}: run `python -m tools.spec`"
 
 
 def test_readme_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
     """The README's ```python blocks are run too, so the front page never rots."""
-    import re
-
-    from tests.spec_tools import ROOT
-
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     assert blocks
     for code in blocks:

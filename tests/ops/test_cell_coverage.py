@@ -25,7 +25,7 @@ from interpreter.dtype import DType
 from interpreter.registry import REGISTRY, OpDef
 from interpreter.registry.core import ArgSource, OpCall
 from interpreter.registry.dtypesets import ALL, BOOL, FLOATS
-from tests.suite_runner import assert_repro_fails, run_suite
+from tests.suite.suite_runner import assert_repro_fails, run_suite
 
 
 def _cell_dtypes() -> dict[str, set[DType]]:

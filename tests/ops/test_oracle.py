@@ -20,8 +20,8 @@ import pytest
 from conformance.compare import compare_op, ulp_distance
 from interpreter.registry import REGISTRY, OpDef
 from interpreter.registry.dtypesets import FLOATS
-from tests.oracle import ORACLE_OPS, correctly_rounded
-from tests.oracle_inputs import binary_inputs, unary_inputs
+from tests.ops.oracle import ORACLE_OPS, correctly_rounded
+from tests.ops.oracle_inputs import binary_inputs, unary_inputs
 
 #: ops whose float results are not exact but carry an ``exact`` tolerance: IEEE division and
 #: square root are correctly rounded in every dtype (NUM-9), so their budget is 0 ULP
@@ -103,7 +103,7 @@ def test_correctly_rounded_values_are_accepted(table: dict[Any, dict[str, Any]])
 def test_oracle_rounds_from_the_exact_value() -> None:
     """Known values (independent of the oracle's own code path): ties and double-rounding
     traps of the narrow formats, subnormal results, and the issue's float64 cases."""
-    from tests.oracle import exact, round_mpf
+    from tests.ops.oracle import exact, round_mpf
     f16, bf16 = np.dtype(np.float16), np.dtype("bfloat16")
     # 1 + 2**-11 + 2**-40 lies just above the float16 tie 1 + 2**-11: rounds up. Rounded
     # to float64 first it would keep the 2**-40 bit; to float32 first it would become the
@@ -132,9 +132,9 @@ CONTROL_CELLS = ("gelu-float64-general", "silu-float64-general", "sigmoid-float6
 
 @pytest.mark.spec("CONF-84", "NUM-15")
 def test_correctly_rounded_control_passes(tmp_path: Path) -> None:
-    from tests.suite_runner import run_suite
+    from tests.suite.suite_runner import run_suite
 
-    run = run_suite(tmp_path, "tests.vendor_executors:CorrectlyRounded", ["test_ops.py"],
+    run = run_suite(tmp_path, "tests.suite.vendor_executors:CorrectlyRounded", ["test_ops.py"],
                     " or ".join(f"test_op[{c}]" for c in CONTROL_CELLS))
     assert len(run.selected) == len(CONTROL_CELLS), run.selected
     assert run.code == 0 and not run.failed(), run.failures()
@@ -151,7 +151,7 @@ def _stated(page: str, name: str, form: str) -> dict[str, int]:
 @pytest.mark.spec("NUM-14")
 def test_op_pages_state_the_measured_worst(table: dict[tuple[str, str, str], dict[str, Any]]
                                            ) -> None:
-    spec = Path(__file__).resolve().parents[1] / "spec" / "ops"
+    spec = Path(__file__).resolve().parents[2] / "spec" / "ops"
     low = []
     for (name, form, dtype), r in table.items():
         page = (spec / f"{name}.md").read_text()

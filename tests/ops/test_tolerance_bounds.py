@@ -20,7 +20,7 @@ import pytest
 from conformance.compare import compare_op, from_ordered, to_ordered
 from interpreter.dtype import DType
 from interpreter.registry import REGISTRY, get_op
-from tests.suite_runner import run_suite
+from tests.suite.suite_runner import run_suite
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16]

@@ -1,7 +1,7 @@
 """Deliberately broken executors: the conformance suite must catch every one (CONF-18).
 
 Each class is a small variation of the reference interpreter with one realistic bug. They
-are built with no arguments, so ``--executor=tests.broken_executors:Name`` selects them.
+are built with no arguments, so ``--executor=tests.suite.broken_executors:Name`` selects them.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ native arrays are :class:`SimulatedGpuArray` handles around host memory that, li
 numpy arrays directly fails loudly. It refuses graphs with values anywhere but ``gpu:0``,
 runs the CPU copy of a graph (``retarget``) with the reference kernels, and mutates the
 memory behind buffer handles in place. The broken variants each get one device rule wrong;
-only the device-aware suite can catch them (tests/test_device_suite.py).
+only the device-aware suite can catch them (tests/suite/test_device_suite.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Executors for the report tests (tests/test_report.py): one failing op, one refused op."""
+"""Executors for the report tests (tests/suite/test_report.py): one failing op, one refused op."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
 :class:`SuiteRun`: exit code, per-test outcome, failure message, the suite's report metadata
 (``conformance`` user property), the selected test ids and the recorded warnings.
 
-``executor`` is a name in ``tests/broken_executors.py`` or a ``module:attr`` spec.
+``executor`` is a name in ``tests/suite/broken_executors.py`` or a ``module:attr`` spec.
 
 Runs use the ``selftest`` hypothesis profile: the suite's ``ci`` profile without hypothesis'
 shrink phase. A self-test checks that a broken executor is caught and how the failure is
@@ -30,10 +30,10 @@ from hypothesis import Phase, settings
 
 from conformance.plugin import PROFILES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conformance"
-BROKEN = "tests.broken_executors"
-VENDOR = "tests.vendor_executors"
+BROKEN = "tests.suite.broken_executors"
+VENDOR = "tests.suite.vendor_executors"
 
 #: ``ci`` without shrinking (hypothesis still replays the failing example as its final one,
 #: where the suite minimises and diagnoses it).
@@ -89,7 +89,7 @@ class _Collector:
 
 
 def executor_spec(executor: str) -> str:
-    """``module:attr`` as given, or a class name of ``tests/broken_executors.py``."""
+    """``module:attr`` as given, or a class name of ``tests/suite/broken_executors.py``."""
     return executor if ":" in executor else f"{BROKEN}:{executor}"
 
 

@@ -37,11 +37,11 @@ from interpreter.registry import REGISTRY, get_op, ulp
 from interpreter.registry.core import EXACT, OpCall, as_results
 from interpreter.types import BufferType, TensorType
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 F32 = np.float32
 
 
-# -- executors used below (importable: tests.test_conformance_core:Name) ------------------
+# -- executors used below (importable: tests.suite.test_conformance_core:Name) ------------
 class _Patched:
     """The reference loop with some kernels replaced (op name -> kernel)."""
 
@@ -306,7 +306,7 @@ def test_repro_dir_replays_the_mismatch(tmp_path: Path) -> None:
     g, inputs = _floor_exp_graph()
     inputs = [_f32(0.5, 1.0, -1.0)]
     art = ArtifactDir(tmp_path, "conformance/test_x.py::test_y[a-b]",
-                      "tests.test_conformance_core:FloorIsCeil", ROOT)
+                      "tests.suite.test_conformance_core:FloorIsCeil", ROOT)
     d = art.write_case(g, inputs)
     assert {p.name for p in d.iterdir()} == {"graph.txt", "inputs.npz", "repro.py"}
     out: list[str] = []
@@ -315,7 +315,7 @@ def test_repro_dir_replays_the_mismatch(tmp_path: Path) -> None:
         def write(self, s: str) -> None:
             out.append(s)
 
-    assert replay(d, "tests.test_conformance_core:FloorIsCeil", out=Sink()) == 1
+    assert replay(d, "tests.suite.test_conformance_core:FloorIsCeil", out=Sink()) == 1
     assert "floor" in "".join(out)
     assert replay(d, "interpreter.executor:InterpreterExecutor", out=Sink()) == 0
     proc = subprocess.run([sys.executable, str(d / "repro.py")], capture_output=True,
@@ -326,8 +326,8 @@ def test_repro_dir_replays_the_mismatch(tmp_path: Path) -> None:
 # -- executor resolution and verdicts --------------------------------------------------------
 @pytest.mark.spec("CONF-1")
 @pytest.mark.parametrize("spec", ["interpreter.executor:InterpreterExecutor",
-                                  "tests.test_conformance_core:make_reference",
-                                  "tests.test_conformance_core:READY"])
+                                  "tests.suite.test_conformance_core:make_reference",
+                                  "tests.suite.test_conformance_core:READY"])
 def test_resolve_class_factory_and_object(spec: str) -> None:
     r = resolve(spec)
     assert isinstance(r.executor, InterpreterExecutor) and r.spec == spec
@@ -338,10 +338,10 @@ def test_resolve_class_factory_and_object(spec: str) -> None:
     ("nonexistent_mod:X", "cannot import module 'nonexistent_mod'"),
     ("interpreter.executor:Nope", "has no attribute 'Nope'"),
     ("interpreter.executor:InterpreterExecutor.nope", "has no attribute 'nope'"),
-    ("tests.test_conformance_core:broken_factory", "calling tests.test_conformance_core."
-                                                   "broken_factory() with no arguments "
-                                                   "failed: RuntimeError: no device"),
-    ("tests.test_conformance_core:ROOT", "is not an Executor"),
+    ("tests.suite.test_conformance_core:broken_factory",
+     "calling tests.suite.test_conformance_core.broken_factory() with no arguments "
+     "failed: RuntimeError: no device"),
+    ("tests.suite.test_conformance_core:ROOT", "is not an Executor"),
     ("no_colon", "expected 'module:Class'"),
 ])
 def test_resolve_errors_are_one_line(spec: str, words: str) -> None:

@@ -1,9 +1,9 @@
 """The suite on a device executor (EXEC-10..13, CONF-70..75), checked on a CPU.
 
-``tests.device_executors:SimulatedGpuExecutor`` serves ``gpu:0`` with host memory behind
+``tests.suite.device_executors:SimulatedGpuExecutor`` serves ``gpu:0`` with host memory behind
 handles that are not numpy arrays; its broken variants each get one device rule wrong. The
 plumbing is checked directly (``conformance.devices``) and by running small slices of the
-suite in-process (``tests.suite_runner.run_suite``) with the verdicts a vendor would read.
+suite in-process (``tests.suite.suite_runner.run_suite``) with the verdicts a vendor would read.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from interpreter.executor import InterpreterExecutor
 from interpreter.graph import BufferValue, DeviceRef, ops
 from interpreter.graph.retarget import devices_of
 from interpreter.testing import Buf, assert_same, build
-from tests.device_executors import SimulatedGpuArray, SimulatedGpuExecutor
-from tests.suite_runner import ROOT, assert_repro_fails, run_suite
+from tests.suite.device_executors import SimulatedGpuArray, SimulatedGpuExecutor
+from tests.suite.suite_runner import ROOT, assert_repro_fails, run_suite
 
-DEV = "tests.device_executors"
+DEV = "tests.suite.device_executors"
 GPU0 = DeviceRef.GPU(0)
 
 

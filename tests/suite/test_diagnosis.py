@@ -1,4 +1,4 @@
-"""Diagnosis of divergences (CONF-40): each platform effect of ``tests/broken_executors.py``
+"""Diagnosis of divergences (CONF-40): each platform effect of ``tests/suite/broken_executors.py``
 is named by its class, and only by it, on a small hand-built graph that shows it; declared
 classes explain exactly the failures they reproduce (CONF-41)."""
 
@@ -27,7 +27,7 @@ from interpreter.executor import InterpreterExecutor
 from interpreter.graph import ops
 from interpreter.graph.core import Graph, TensorValue
 from interpreter.types import TensorType
-from tests.broken_executors import (
+from tests.suite.broken_executors import (
     DoubleRoundingCast,
     Float16ChainInFloat32,
     FlushToZero,

@@ -3,7 +3,7 @@ several input sets per graph, shape buckets, structure/call counts, the graph bu
 the smoke subset, the refusal stop and slow-call reports.
 
 Suite runs are in-process (``pytest.main``, ``ci`` profile) on the small executors of
-``tests/vendor_executors.py``, with a ``-k`` selection of a few cells.
+``tests/suite/vendor_executors.py``, with a ``-k`` selection of a few cells.
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from conformance.strategies import (
 from interpreter.dtype import DType
 from interpreter.executor import InterpreterExecutor
 from interpreter.registry import REGISTRY
-from tests import suite_runner as runner
-from tests.suite_runner import SuiteRun
+from tests.suite import suite_runner as runner
+from tests.suite.suite_runner import SuiteRun
 
-VENDOR = "tests.vendor_executors"
+VENDOR = "tests.suite.vendor_executors"
 
 
 def run_suite(tmp_path: Path, executor: str, files: list[str], k: str | None,
               *extra: str) -> SuiteRun:
-    """The shared in-process runner on an executor of ``tests/vendor_executors.py``."""
+    """The shared in-process runner on an executor of ``tests/suite/vendor_executors.py``."""
     return runner.run_suite(tmp_path, f"{VENDOR}:{executor}", files, k, *extra,
                             quiet_warnings=False)
 
@@ -113,7 +113,7 @@ def test_graph_budget_bounds_structures(tmp_path: Path) -> None:
 # -- CONF-34: refusal stop -----------------------------------------------------------------
 @pytest.mark.spec("CONF-34", "CONF-5")
 def test_refused_cell_stops_after_a_few_calls(tmp_path: Path) -> None:
-    from tests.vendor_executors import RefusesEverything
+    from tests.suite.vendor_executors import RefusesEverything
 
     RefusesEverything.calls = 0
     run = run_suite(tmp_path, "RefusesEverything", ["test_ops.py", "test_graphs.py"],
@@ -205,7 +205,7 @@ def test_slow_call_report_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_slow_compiler_pays_once_per_structure() -> None:
-    from tests.vendor_executors import SlowCompiler
+    from tests.suite.vendor_executors import SlowCompiler
 
     ex = SlowCompiler()
     case = build_random_graph(3, 5)

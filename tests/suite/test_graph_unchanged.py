@@ -3,7 +3,7 @@
 The check itself on small deliberately-wrong executors (each call through
 ``conformance.pipeline.call_executor``, as the suite makes it), the shipped executors on varied
 graphs, ``lowered`` (the copy executors lower), and the suite's verdict on
-``tests/broken_executors.py:TupleAttrsToListsInPlace``.
+``tests/suite/broken_executors.py:TupleAttrsToListsInPlace``.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from interpreter.graph.lowering import lowered
 from interpreter.testing import Buf, assert_same, build
 from reference_executors.compiling import CompilingExecutor
 from reference_executors.jit import JitExecutor
-from tests.device_executors import SimulatedGpuExecutor
-from tests.suite_runner import BROKEN, run_suite
+from tests.suite.device_executors import SimulatedGpuExecutor
+from tests.suite.suite_runner import BROKEN, run_suite
 
 F32 = DType.float32
 X = np.arange(6, dtype=np.float32).reshape(2, 3)

@@ -25,8 +25,12 @@ from interpreter.executor import InterpreterExecutor
 from interpreter.graph import ops
 from interpreter.graph.core import Graph, TensorValue
 from interpreter.types import TensorType
-from tests.broken_executors import OverflowingSigmoid, PatchedInterpreter, RoundHalfAwayFromZero
-from tests.suite_runner import ROOT, run_suite
+from tests.suite.broken_executors import (
+    OverflowingSigmoid,
+    PatchedInterpreter,
+    RoundHalfAwayFromZero,
+)
+from tests.suite.suite_runner import ROOT, run_suite
 
 F32 = np.float32
 REF = InterpreterExecutor()

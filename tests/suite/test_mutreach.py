@@ -1,7 +1,7 @@
 """Mutation reach, bytes and layout (CONF-94..96, MUT-6, MUT-7, DT-6, DT-7): buffer cells
 observe their buffers, NaN bytes and C-contiguity are checked where the spec fixes them,
 random graphs interleave buffer accesses, and the broken executors of
-``tests/broken_executors.py`` are caught with the rule and the diagnosis class."""
+``tests/suite/broken_executors.py`` are caught with the rule and the diagnosis class."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from interpreter.graph.core import BufferValue, Graph, TensorValue, Value
 from interpreter.registry import REGISTRY
 from interpreter.testing.sampling import RandomArgSource, nan_payloads
 from interpreter.types import BufferType, TensorType
-from tests.broken_executors import (
+from tests.suite.broken_executors import (
     CanonicalNaNMoves,
     DeadStoreBeforeSliceStore,
     LoadHoistedAboveSliceStore,

@@ -17,11 +17,11 @@ import pytest
 
 from conformance import differential
 from conformance.report import build_report, load_results, render_html, verdict_of
-from tests import suite_runner as runner
+from tests.suite import suite_runner as runner
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "conformance"
-EXECUTOR = "tests.report_executors:RoundsAwayRefusesArgmax"
+EXECUTOR = "tests.suite.report_executors:RoundsAwayRefusesArgmax"
 SLICE = ("round-float32-general or round-float16-general or abs-float32-scalar "
          "or argmax-float32-general")
 
@@ -340,7 +340,7 @@ def test_killed_run_leaves_a_buildable_partial_report(tmp_path: Path) -> None:
            "-W", "ignore", "--hypothesis-profile=ci", str(CONF / "test_ops.py"),
            f"--conformance-artifacts={tmp_path / 'art'}", "-k",
            "abs-float32-scalar or abs-float32-empty or sub-float32-scalar",
-           "--executor=tests.broken_executors:HangingExecutor",
+           "--executor=tests.suite.broken_executors:HangingExecutor",
            f"--conformance-report={tmp_path / 'r.json'}"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -354,7 +354,7 @@ def test_killed_run_leaves_a_buildable_partial_report(tmp_path: Path) -> None:
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
     meta, results = load_results(jsonl)
-    assert meta["executor"] == "tests.broken_executors:HangingExecutor"
+    assert meta["executor"] == "tests.suite.broken_executors:HangingExecutor"
     assert sorted(results) == [f"conformance/test_ops.py::test_op[abs-float32-{c}]"
                                for c in ("empty", "scalar")], results
     with jsonl.open("a") as f:
@@ -366,7 +366,7 @@ def test_killed_run_leaves_a_buildable_partial_report(tmp_path: Path) -> None:
     data = json.loads(out.with_suffix(".json").read_text())
     assert sorted(data["tests"]) == sorted(results)
     assert data["summary"]["complete"] is False and data["totals"]["pass"] == 2
-    assert data["meta"]["executor"] == "tests.broken_executors:HangingExecutor"
+    assert data["meta"]["executor"] == "tests.suite.broken_executors:HangingExecutor"
     page = Page(out.read_text(encoding="utf-8"))
     assert "incomplete" in page.ids and page.chips["pass"] == 2
 
@@ -380,7 +380,7 @@ def test_terminated_run_writes_its_report(tmp_path: Path) -> None:
            "-W", "ignore", "--hypothesis-profile=ci", str(CONF / "test_ops.py"),
            f"--conformance-artifacts={tmp_path / 'art'}", "-k",
            "abs-float32-scalar or sub-float32-scalar",
-           "--executor=tests.broken_executors:HangingExecutor",
+           "--executor=tests.suite.broken_executors:HangingExecutor",
            f"--conformance-report={tmp_path / 'r.json'}"]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)

@@ -1,5 +1,5 @@
 """Self-test of the conformance suite (CONF-18): it must fail, for the right reason, on each
-deliberately broken executor of ``tests/broken_executors.py``.
+deliberately broken executor of ``tests/suite/broken_executors.py``.
 
 Each case runs a small selection of the suite in-process (``pytest.main`` with the ``ci``
 hypothesis profile: derandomized, few examples) on one broken executor and checks that the
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conformance.artifacts import load_case
-from tests.suite_runner import (
+from tests.suite.suite_runner import (
     BROKEN,
     ROOT,
     SELFTEST_PROFILE,
@@ -133,7 +133,7 @@ def _subprocess_suite(tmp_path: Path, *args: str, timeout: int = 300
                       ) -> subprocess.CompletedProcess[str]:
     # the runner's ``selftest`` profile (``ci`` without shrinking), registered by -p
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-W", "ignore",
-           "-p", "tests.suite_runner", f"--hypothesis-profile={SELFTEST_PROFILE}",
+           "-p", "tests.suite.suite_runner", f"--hypothesis-profile={SELFTEST_PROFILE}",
            f"--conformance-artifacts={tmp_path / 'artifacts'}", *args]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 

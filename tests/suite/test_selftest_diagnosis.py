@@ -1,7 +1,7 @@
 """The suite names the platform effect it finds (CONF-40) and lets a declared one pass as a
 *deviation* without hiding a real bug in the same cell (CONF-41, CONF-42): in-process runs of
 ``conformance/test_ops.py`` slices (``ci`` profile) on executors of
-``tests/broken_executors.py``."""
+``tests/suite/broken_executors.py``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.suite_runner import SuiteRun, run_suite
+from tests.suite.suite_runner import SuiteRun, run_suite
 
 
 def _run_with(tmp_path: Path, executor: str, k: str, *extra: str) -> SuiteRun:

@@ -13,7 +13,7 @@ from conformance.sweeps import NoSweep, sweep_case, sweep_cells, sweep_gaps, swe
 from interpreter.dtype import DType
 from interpreter.registry import REGISTRY
 from interpreter.testing.sampling import RandomArgSource, cast_edge_values, special_values
-from tests.spec_tools import SPEC
+from tools.spec import SPEC
 
 
 def _bits(a: np.ndarray) -> set[bytes]:

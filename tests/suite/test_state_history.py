@@ -18,8 +18,8 @@ from conformance.history import History, replay_history, run_sequence, shrink, w
 from conformance.sequences import FAMILIES, SMOKE_FAMILIES, Step, build_sequence
 from interpreter.executor import InterpreterExecutor
 from interpreter.graph.core import Graph
-from tests.broken_executors import HalfBuiltPlanCache, PooledOutputs, UnzeroedScratchPool
-from tests.suite_runner import BROKEN, ROOT, run_suite
+from tests.suite.broken_executors import HalfBuiltPlanCache, PooledOutputs, UnzeroedScratchPool
+from tests.suite.suite_runner import BROKEN, ROOT, run_suite
 
 REF = InterpreterExecutor()
 
@@ -198,7 +198,7 @@ class OffFromThirdCall(InterpreterExecutor):
 def test_other_families_report_the_history_a_failure_needs(tmp_path: Path) -> None:
     """A per-cell failure whose stored case agrees on a fresh executor says so, with the
     shrunk history of the cell's calls and a repro.py replaying it."""
-    run = run_suite(tmp_path, "tests.test_state_history:OffFromThirdCall", ["test_ops.py"],
+    run = run_suite(tmp_path, "tests.suite.test_state_history:OffFromThirdCall", ["test_ops.py"],
                     "test_op and add-int32-general")
     assert run.failed(), run.outcomes
     text = run.text()

@@ -4,7 +4,7 @@ exactly (CONF-23) and keeps its own numpy warnings to itself (CONF-24).
 Faults are injected into each stage of the suite (comparison, failure description, local
 checks and bisection, artifact writing, replay, isolation, report); the outcome must be a
 *suite error*, never an executor failure. Vendor-style executors
-(``tests/vendor_executors.py``) check the messages a vendor reads.
+(``tests/suite/vendor_executors.py``) check the messages a vendor reads.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from interpreter.testing import build
 from .suite_runner import SuiteRun, run_suite
 from .vendor_executors import CrashesInNestedFunction, OneUlpExp, ScalarBfloat16Off
 
-ROOT = Path(__file__).resolve().parent.parent
-VENDOR = "tests.vendor_executors"
+ROOT = Path(__file__).resolve().parents[2]
+VENDOR = "tests.suite.vendor_executors"
 
 
 # -- running the suite in-process -------------------------------------------------------------

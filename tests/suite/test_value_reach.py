@@ -26,9 +26,9 @@ from conformance.value_classes import (
 )
 from interpreter.dtype import DType
 from interpreter.registry import REGISTRY
-from tests import suite_runner as runner
+from tests.suite import suite_runner as runner
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = "interpreter.executor:InterpreterExecutor"
 F32 = np.float32
 

@@ -3,7 +3,7 @@ gives them (CONF-22..21): legal 1-ULP differences, a crash inside the executor's
 nested function, a wrong rank-0 bfloat16 result, legal reduction differences (one of them
 from an executor that warns).
 
-``--executor=tests.vendor_executors:Name`` selects them (built with no arguments).
+``--executor=tests.suite.vendor_executors:Name`` selects them (built with no arguments).
 """
 
 from __future__ import annotations
@@ -209,13 +209,13 @@ class SlowCalls(InterpreterExecutor):
 
 
 class CorrectlyRounded(PatchedInterpreter):
-    """The reference with every inexact float op (``tests.oracle.ORACLE_OPS``: the
+    """The reference with every inexact float op (``tests.ops.oracle.ORACLE_OPS``: the
     transcendental and activation ops, ``pow``, ``div``, ``sqrt``) returning the correctly
     rounded value from mpmath (CONF-84). Correct by construction: the suite must pass it
     whole (NUM-15). ``pow`` with a non-finite operand keeps the reference's C99 value."""
 
     def kernel_for(self, node: Node) -> Kernel:
-        from .oracle import ORACLE_OPS
+        from tests.ops.oracle import ORACLE_OPS
 
         kernel = super().kernel_for(node)
         name = node.op.name
@@ -223,7 +223,7 @@ class CorrectlyRounded(PatchedInterpreter):
             return kernel
 
         def rounded(*args: Any, **attrs: Any) -> Any:
-            from .oracle import correctly_rounded
+            from tests.ops.oracle import correctly_rounded
 
             if np.asarray(args[0]).dtype.kind not in "fV":
                 return kernel(*args, **attrs)

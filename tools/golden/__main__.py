@@ -1,13 +1,11 @@
-"""``python -m tests.reference_executors.golden [--update]``: check or rewrite the goldens of
+"""``python -m tools.golden [--update]``: check or rewrite the goldens of
 both C dialects (``cuda/*.cu``, ``host/*.c``)."""
 
 from __future__ import annotations
 
 import sys
 
-from . import DIR, expected_files
-
-PATTERNS = ("cuda/*.cu", "host/*.c")
+from . import DIR, PATTERNS, expected_files
 
 
 def main(argv: list[str]) -> int:
