@@ -1,5 +1,6 @@
 """Layering of ``interpreter/``: every module imports alone, no import cycle exists, and
-nothing in it refers to ``reference_executors/`` (SEL-8, JIT-13).
+nothing in it refers to ``reference_executors/`` (SEL-8, JIT-13); no shipped package
+imports the developer packages ``tools/`` and ``tests/``.
 
 An import cycle is a module that imports (directly or through others; at module level or
 inside a function) a module that imports it back. Imports under ``if TYPE_CHECKING:`` are
@@ -183,4 +184,27 @@ def test_interpreter_neither_imports_nor_names_reference_executors() -> None:
     names = registered_targets()
     found = [f"{path.relative_to(ROOT)}:{hit}" for path, _ in MODULES.values()
              for hit in upward_references(path.read_text(), names)]
+    assert found == []
+
+
+def imported_top_levels(source: str) -> set[str]:
+    """The top-level packages a module imports anywhere (functions, ``TYPE_CHECKING``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_shipped_packages_import_neither_tools_nor_tests() -> None:
+    """``tools/`` (the spec and golden generators) and ``tests/`` are not installed
+    (``pyproject.toml`` ships ``interpreter``, ``conformance``, ``reference_executors``): a
+    shipped module that imported them would break every installed copy."""
+    assert imported_top_levels("def f():\n    from tools.spec import SPEC\n") == {"tools"}
+    found = [f"{p.relative_to(ROOT)}: imports {', '.join(sorted(dev))}"
+             for top in ("interpreter", "conformance", "reference_executors")
+             for p in sorted((ROOT / top).rglob("*.py"))
+             if (dev := imported_top_levels(p.read_text()) & {"tools", "tests"})]
     assert found == []

@@ -1,4 +1,4 @@
-"""ruff and mypy are part of the test suite (DEVELOPERS.md: lint and type clean)."""
+"""ruff and mypy are part of the test suite (CONTRIBUTING.md, "Checks": lint and type clean)."""
 
 from __future__ import annotations
 
