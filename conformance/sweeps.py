@@ -12,7 +12,8 @@ Derived from the registry alone, by the op's category and operand count:
   small integer draw (so an ``axis`` is the last one and ``top_k``'s ``k`` the whole row) and, for
   every array of the data dtype, the sweep rows: a small finite row with each special value
   inserted at each position, plus (inf, -inf), (NaN, inf), all-NaN and all-equal rows
-  (``sweep_rows``). ``linalg`` ops take the rows as their left operand and a finite right one.
+  (``sweep_rows``). Two-operand ``linalg`` ops take the rows as their left operand and a
+  finite right one.
 
 An op x dtype whose sampler draws no array of the data dtype (results made from attributes
 or seeds: ``range``, ``buffer_create``, the random ops) has no sweep and is reported *not
@@ -152,7 +153,7 @@ def sweep_case(op: OpDef, dtype: DType, target: DType | None = None) -> Case:
         raise NoSweep(f"op {op.name!r} has no sample function in the registry")
     if _is_elementwise(op):
         call = _elementwise_call(op, dtype, target)
-    elif op.category == "linalg":
+    elif op.category == "linalg" and len(op.operands) == 2:  # matmul-like
         call = _linalg_call(op, dtype)
     else:
         src = SweepSource(dtype)

@@ -256,9 +256,18 @@ def _rsqrt(c: Call) -> str:
     return round_double(c.d, "1.0 / " + c.dialect.call("sqrt", f"(double){c.args[0]}"))
 
 
+#: gelu's ``approximate`` forms -> the preamble's double function
+_GELU = {"none": "ec_gelu", "tanh": "ec_gelu_tanh", "quick": "ec_gelu_quick"}
+
+
 def _gelu(c: Call) -> str:
-    fn = "ec_gelu_tanh" if c.attrs.get("approximate") == "tanh" else "ec_gelu"
-    return c.dialect.rounded(fn, c.d, c.args[0])
+    return c.dialect.rounded(_GELU[c.attrs.get("approximate", "none")], c.d, c.args[0])
+
+
+def _relu(c: Call) -> str:
+    """``x > 0 ? x : +0``: NaN and -0 give +0 (MAX's ReluOp)."""
+    x = c.args[0]
+    return f"({x} > 0 ? {x} : ({c.dialect.ctype(c.d)})0)"
 
 
 # -- numpy out= forms (the numpy tier) ----------------------------------------------------------
@@ -343,6 +352,8 @@ ENTRIES: dict[str, Entry] = {
     "cast": Entry(lambda c: cast_expr(c.dialect, c.d, c.r, c.args[0])),
     "select": Entry(lambda c: f"({c.args[0]} ? {c.args[1]} : {c.args[2]})", _select_into),
     "broadcast_to": Entry(lambda c: c.args[0]),
+    # issue 19
+    "relu": Entry(_relu), "atanh": Entry(_via_double("atanh")),
 }
 
 

@@ -218,6 +218,13 @@ __device__ __forceinline__ double ec_gelu_tanh(double x) {
   double t_lo = (a - (t - bb)) + (b - bb) + a_lo + b_lo;
   return ec_x_sigmoid(x, t, t_lo);
 }
+__device__ __forceinline__ double ec_gelu_quick(double x) {  // x * sigmoid(1.702 x)
+  if (isinf(x) && x < 0.0) return -0.0;
+  double xc = isnan(x) ? x : fmin(fmax(x, -1000.0), 1000.0);
+  double t = 1.702 * xc;  // t + t_lo = the decimal 1.702 times x
+  double t_lo = fma(1.702, xc, -t) + 4.263256414560601e-17 * xc;
+  return ec_x_sigmoid(x, t, t_lo);
+}
 """
 
 PHILOX = r"""

@@ -65,7 +65,7 @@ def _render(op: Any) -> str | None:
 
     dtype = _dtype(op)
     elementwise = op.category.startswith("elementwise")
-    if not (elementwise or op.category in ("reduction", "linalg")):
+    if not (elementwise or op.category in ("reduction", "linalg", "normalization")):
         return None
     try:
         case = sweep_case(op, dtype, DType.float32 if op.name == "cast" else None)
@@ -125,6 +125,9 @@ def _render(op: Any) -> str | None:
         shown = ", ".join(f"{k}={v!r}" for k, v in attrs.items())
         extra = (" times the finite right operand " + _row(operands[1])
                  if len(operands) > 1 else "")
+        if op.category == "normalization":  # per-column operands (gamma, beta, weight)
+            extra = " with " + ", ".join(f"{n} ({_row(a)})" for n, a in
+                                         zip(op.operands[1:], operands[1:], strict=True))
         lines += [f"{name}({shown}) on rows of {dtype.value}{extra}: the rows with each "
                   "special value first, then (inf, -inf), (NaN, inf), all-NaN and all-equal "
                   "rows (the suite runs each special value at each position, CONF-98).", "",

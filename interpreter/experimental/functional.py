@@ -30,7 +30,7 @@ from ..graph.ops.staging import stage_op
 from ..registry.core import OpDef, get_op
 from ..types import DeviceRef
 from .context import CURRENT, realization_context
-from .distributed import collective, distribute, gather_to
+from .distributed import collective, distribute, gather_to, mesh_broadcast, mesh_scatter
 from .fastpaths import call, call_op, memoizable
 from .mesh import DeviceMapping, DeviceMesh
 from .realization_context import LazyRealizationContext, implicit_context
@@ -276,11 +276,15 @@ def allgather(x: Tensor, axis: int = 0, mesh_axis: int = 0) -> Tensor:
 # -- every graph op, tensor level (its graph builder lifted by ``functional``) -------------
 abs: Callable[..., Tensor] = functional(ops.abs)
 add: Callable[..., Tensor] = functional(ops.add)
+avg_pool2d: Callable[..., Tensor] = functional(ops.avg_pool2d)
 broadcast_to: Callable[..., Tensor] = functional(ops.broadcast_to)
 buffer_create: Callable[..., Any] = functional(ops.buffer_create)
 cast: Callable[..., Tensor] = functional(ops.cast)
 ceil: Callable[..., Tensor] = functional(ops.ceil)
 concat: Callable[..., Tensor] = functional(ops.concat)
+conv2d: Callable[..., Tensor] = functional(ops.conv2d)
+conv2d_transpose: Callable[..., Tensor] = functional(ops.conv2d_transpose)
+conv3d: Callable[..., Tensor] = functional(ops.conv3d)
 cos: Callable[..., Tensor] = functional(ops.cos)
 cumsum: Callable[..., Tensor] = functional(ops.cumsum)
 div: Callable[..., Tensor] = functional(ops.div)
@@ -309,6 +313,7 @@ logical_or: Callable[..., Tensor] = functional(ops.logical_or)
 logical_xor: Callable[..., Tensor] = functional(ops.logical_xor)
 logsoftmax: Callable[..., Tensor] = functional(ops.logsoftmax)
 matmul: Callable[..., Tensor] = functional(ops.matmul)
+max_pool2d: Callable[..., Tensor] = functional(ops.max_pool2d)
 maximum: Callable[..., Tensor] = functional(ops.maximum)
 minimum: Callable[..., Tensor] = functional(ops.minimum)
 mod: Callable[..., Tensor] = functional(ops.mod)
@@ -342,6 +347,28 @@ trunc: Callable[..., Tensor] = functional(ops.trunc)
 uniform: Callable[..., Tensor] = functional(ops.uniform)
 unsqueeze: Callable[..., Tensor] = functional(ops.unsqueeze)
 where: Callable[..., Tensor] = functional(ops.where)
+# masks, shapes and resize (issue 19)
+band_part: Callable[..., Tensor] = functional(ops.band_part)
+InterpolationMode = ops.InterpolationMode
+resize: Callable[..., Tensor] = functional(ops.resize)
+resize_bicubic: Callable[..., Tensor] = functional(ops.resize_bicubic)
+resize_linear: Callable[..., Tensor] = functional(ops.resize_linear)
+resize_nearest: Callable[..., Tensor] = functional(ops.resize_nearest)
+
+# -- indexing (issue 19): gathers and scatters by index vectors, scatter reductions, sorts --
+argsort: Callable[..., Tensor] = functional(ops.argsort)
+bottom_k: Callable[..., Any] = functional(ops.bottom_k)
+gather_nd: Callable[..., Tensor] = functional(ops.gather_nd)
+gather_sum: Callable[..., Tensor] = functional(ops.gather_sum)
+scatter_add: Callable[..., Tensor] = functional(ops.scatter_add)
+scatter_max: Callable[..., Tensor] = functional(ops.scatter_max)
+scatter_min: Callable[..., Tensor] = functional(ops.scatter_min)
+scatter_mul: Callable[..., Tensor] = functional(ops.scatter_mul)
+scatter_nd: Callable[..., Tensor] = functional(ops.scatter_nd)
+scatter_nd_add: Callable[..., Tensor] = functional(ops.scatter_nd_add)
+scatter_nd_max: Callable[..., Tensor] = functional(ops.scatter_nd_max)
+scatter_nd_min: Callable[..., Tensor] = functional(ops.scatter_nd_min)
+scatter_nd_mul: Callable[..., Tensor] = functional(ops.scatter_nd_mul)
 
 __all__ = [
     "abs",
@@ -351,6 +378,9 @@ __all__ = [
     "arange",
     "argmax",
     "argmin",
+    "avg_pool2d",
+    "argsort",
+    "bottom_k",
     "broadcast_to",
     "buffer_create",
     "buffer_load",
@@ -360,6 +390,9 @@ __all__ = [
     "ceil",
     "concat",
     "constant",
+    "conv2d",
+    "conv2d_transpose",
+    "conv3d",
     "cos",
     "cumsum",
     "div",
@@ -374,6 +407,8 @@ __all__ = [
     "functional",
     "gather",
     "gather_index",
+    "gather_nd",
+    "gather_sum",
     "gaussian",
     "gelu",
     "getitem",
@@ -394,6 +429,7 @@ __all__ = [
     "logsoftmax",
     "matmul",
     "max",
+    "max_pool2d",
     "maximum",
     "mean",
     "min",
@@ -416,6 +452,15 @@ __all__ = [
     "rsqrt",
     "run",
     "scatter",
+    "scatter_add",
+    "scatter_max",
+    "scatter_min",
+    "scatter_mul",
+    "scatter_nd",
+    "scatter_nd_add",
+    "scatter_nd_max",
+    "scatter_nd_min",
+    "scatter_nd_mul",
     "sigmoid",
     "silu",
     "sin",
@@ -438,6 +483,43 @@ __all__ = [
     "zeros",
     "zeros_like",
 ]
+__all__ += ["InterpolationMode", "band_part", "resize", "resize_bicubic", "resize_linear",
+            "resize_nearest"]
+
+
+
+# -- collectives on meshes (spec/devices.md DEV-7..9, REAL-42) and roi_align -----------------
+def reduce_scatter(t: Tensor, scatter_axis: int = 0, mesh_axis: int | str = 0) -> Tensor:
+    """Sum the shards of a ``Partial``/``Unknown`` tensor along a mesh axis and leave each
+    device one chunk of the sum along ``scatter_axis``: ``Sharded(scatter_axis)`` there
+    (larger chunks first, REAL-42; MAX ``F.reduce_scatter``)."""
+    return collective(ops.reducescatter_sum, t, mesh_axis, scatter_axis)
+
+
+def distributed_broadcast(t: Tensor, mesh: DeviceMesh) -> Tensor:
+    """Copy a single-device tensor to every device of ``mesh`` with one collective:
+    ``Replicated`` on every mesh axis (REAL-42; MAX ``F.distributed_broadcast``)."""
+    return mesh_broadcast(t, mesh)
+
+
+def distributed_scatter(input_chunks: Sequence[Tensor], mesh: DeviceMesh) -> Tensor:
+    """Chunk ``j`` to the ``j``-th group of consecutive devices of ``mesh`` (DEV-9, REAL-42;
+    MAX has only the graph op ``ops.distributed_scatter``, whose name this mirrors)."""
+    return mesh_scatter(input_chunks, mesh)
+
+
+reducescatter_sum: Callable[..., Any] = functional(ops.reducescatter_sum)
+roi_align: Callable[..., Tensor] = functional(ops.roi_align)
+__all__ += ["distributed_broadcast", "distributed_scatter", "reduce_scatter",
+            "reducescatter_sum", "roi_align"]
+
+# -- issue 19: normalizations and activations (MAX ``F.layer_norm``, ``F.relu``, ...) ----
+atanh: Callable[..., Tensor] = functional(ops.atanh)
+group_norm: Callable[..., Tensor] = functional(ops.group_norm)
+layer_norm: Callable[..., Tensor] = functional(ops.layer_norm)
+relu: Callable[..., Tensor] = functional(ops.relu)
+rms_norm: Callable[..., Tensor] = functional(ops.rms_norm)
+__all__ += ["atanh", "group_norm", "layer_norm", "relu", "rms_norm"]
 
 
 # -- Tensor's operators, ops and factories (declared in tensor.py), installed in one place --

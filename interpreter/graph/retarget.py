@@ -15,18 +15,30 @@ from .core import Graph, Value
 __all__ = ["devices_of", "retarget"]
 
 
+def _named(attr: Any) -> tuple[DeviceRef, ...]:
+    """The devices an attribute names: a ``DeviceRef``, or a tuple of them (``devices``)."""
+    if isinstance(attr, DeviceRef):
+        return (attr,)
+    if isinstance(attr, tuple) and attr and all(isinstance(a, DeviceRef) for a in attr):
+        return attr
+    return ()
+
+
 def devices_of(graph: Graph) -> set[DeviceRef]:
-    """Every device named by the graph: input and result types and ``DeviceRef`` attributes."""
+    """Every device named by the graph: input and result types and ``DeviceRef`` attributes
+    (also inside a tuple of devices)."""
     found = {v.type.device for v in graph.inputs}
     for node in graph.nodes:
         found.update(r.type.device for r in node.results)
-        found.update(a for a in node.attrs.values() if isinstance(a, DeviceRef))
+        for a in node.attrs.values():
+            found.update(_named(a))
     return found
 
 
 def retarget(graph: Graph, device: DeviceRef | None = None) -> Graph:
     """A new graph like ``graph`` with every device (of every input and result type and of
-    every ``DeviceRef`` attribute) replaced by ``device`` (default ``DeviceRef.CPU()``).
+    every ``DeviceRef`` attribute, also inside a tuple of devices) replaced by ``device``
+    (default ``DeviceRef.CPU()``).
 
     Nodes keep their op, order, other attributes and staging location; inputs keep their
     order and kind (tensor or buffer). ``graph`` itself is not changed."""
@@ -34,8 +46,8 @@ def retarget(graph: Graph, device: DeviceRef | None = None) -> Graph:
     g = Graph(graph.name, [t.__class__(t.dtype, t.shape, target) for t in graph.input_types])
     env: dict[Value, Value] = dict(zip(graph.inputs, g.inputs, strict=True))
     for node in graph.nodes:
-        attrs: dict[str, Any] = {k: target if isinstance(a, DeviceRef) else a
-                                 for k, a in node.attrs.items()}
+        attrs: dict[str, Any] = {k: a if not _named(a) else target if isinstance(
+            a, DeviceRef) else (target,) * len(a) for k, a in node.attrs.items()}
         results = g.stage(node.op, [env[v] for v in node.operands], attrs)
         g.nodes[-1].site = node.site
         env.update(zip(node.results, results, strict=True))

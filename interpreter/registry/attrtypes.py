@@ -52,20 +52,28 @@ _FLOAT = _is(float)
 _INTS = _tuple_of(_INT)
 
 _BY_NAME: dict[str, AttrType] = {
-    "approximate": AttrType("str", _is(str), "`'none'` (erf form) or `'tanh'`"),
+    "approximate": AttrType("str", _is(str),
+                            "`'none'` (erf form), `'tanh'` or `'quick'` (sigmoid form)"),
+    "ascending": AttrType("bool", _is(bool)),
     "axis": AttrType("int", _INT, "in [-rank, rank); negative counts from the end (AXIS-1)"),
+    "batch_dims": AttrType("int", _INT, "leading dims shared by the operands"),
     "device": AttrType("DeviceRef", _is(DeviceRef), "the result's device"),
     "dtype": AttrType("DType", _is(DType), "the result dtype"),
+    "epsilon": AttrType("float", _FLOAT, "added to the variance or mean square (as float32)"),
     "exclusive": AttrType("bool", _is(bool)),
     "reverse": AttrType("bool", _is(bool)),
     "high": AttrType("float", _FLOAT),
     "low": AttrType("float", _FLOAT),
     "mean": AttrType("float", _FLOAT),
+    "multiply_before_cast": AttrType("bool", _is(bool)),
+    "num_groups": AttrType("int", _INT, "divides the channel count"),
     "std": AttrType("float", _FLOAT),
+    "weight_offset": AttrType("float", _FLOAT, "added to the weight (its float32 value)"),
     "k": AttrType("int", _INT),
     "label": AttrType("str", _is(str)),
     "paddings": AttrType("tuple[tuple[int, int], ...]", _tuple_of(_pair),
-                         "one (before, after) pair per axis"),
+                         "one (before, after) pair per axis (per spatial axis: convolution, "
+                         "pooling)"),
     "perm": AttrType("tuple[int, ...]", _INTS, "a permutation of range(rank)"),
     "repeats": AttrType("tuple[int, ...]", _INTS, "one count per axis"),
     "shape": AttrType("tuple[int, ...]", _INTS, "the result shape"),
@@ -73,6 +81,14 @@ _BY_NAME: dict[str, AttrType] = {
     "slices": AttrType("tuple[tuple[int | None, int | None, int], ...]", _tuple_of(_triple),
                        "one (start, stop, step) triple per axis, Python slice semantics; "
                        "None: the default bound (SLICE-1)"),
+    # convolution and pooling: one entry per spatial axis
+    "ceil_mode": AttrType("bool", _is(bool)),
+    "count_boundary": AttrType("bool", _is(bool)),
+    "dilation": AttrType("tuple[int, ...]", _INTS, "one int >= 1 per spatial axis"),
+    "groups": AttrType("int", _INT),
+    "kernel_size": AttrType("tuple[int, ...]", _INTS, "one int >= 1 per spatial axis"),
+    "output_paddings": AttrType("tuple[int, ...]", _INTS, "one int per spatial axis"),
+    "stride": AttrType("tuple[int, ...]", _INTS, "one int >= 1 per spatial axis"),
 }
 #: ``int | float`` attributes (``range``'s bounds), declared in their op's ``attr_types``.
 NUMBER = AttrType("int | float", lambda v: type(v) in (int, float),

@@ -281,22 +281,32 @@ def _erf_kernel(x: Array) -> Array:
     return np.asarray(_erf(x), dtype=np.float64)
 
 
+#: gelu's forms: x * Phi(x) (erfc form, no cancellation for x << 0), the tanh form and the
+#: quick form x * sigmoid(1.702 x), both as x * sigmoid(t) with t in double-double
+_GELU_FORMS = {"none": accurate.gelu_erfc, "tanh": accurate.gelu_tanh,
+               "quick": accurate.gelu_quick}
+
+
 def _gelu(x: Array, approximate: str) -> Array:
-    """x * Phi(x) (erfc form, no cancellation for x << 0), or the tanh form as x * sigmoid."""
-    return accurate.gelu_tanh(x) if approximate == "tanh" else accurate.gelu_erfc(x)
+    return _GELU_FORMS[approximate](x)
 
 
 def _gelu_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
-    if attrs.get("approximate") not in ("none", "tanh"):
+    if attrs.get("approximate") not in _GELU_FORMS:
         op.fail(types, "gelu.C1", f"attribute approximate={attrs.get('approximate')!r}; "
-                "expected 'none' or 'tanh'")
+                "expected 'none', 'tanh' or 'quick'")
     return elementwise(op, types, attrs)
 
 
 def _sample_gelu(src: ArgSource, dtypes: frozenset[DType]) -> OpCall:
     dtype = src.dtype(_sorted(dtypes), data=True)
     return OpCall([src.values(dtype, src.shape())],
-                  {"approximate": src.choice(["none", "tanh"])})
+                  {"approximate": src.choice(list(_GELU_FORMS))})
+
+
+def _relu(x: Array) -> Array:
+    """``x > 0 ? x : +0`` (a NaN compares false: +0, as MAX's ReluOp)."""
+    return np.where(x > 0, x, np.zeros((), x.dtype))
 
 
 def _rsqrt(x: Array) -> Array:
@@ -322,7 +332,7 @@ _unary("cos", _via_f64(np.cos), FLOATS, "Cosine (radians).", tolerance=ulp(2))
 _unary("erf", _via_f64(_erf_kernel), FLOATS, "Gauss error function.", tolerance=ulp(2))
 _unary("sigmoid", _via_f64(accurate.sigmoid), FLOATS, "1 / (1 + exp(-x)).", tolerance=ulp(4))
 _unary("silu", _via_f64(accurate.silu), FLOATS, "x * sigmoid(x).", tolerance=ulp(4))
-_unary("gelu", _via_f64(_gelu), FLOATS, "Gaussian error linear unit (exact or tanh form).",
+_unary("gelu", _via_f64(_gelu), FLOATS, "Gaussian error linear unit (erf, tanh or quick form).",
        infer=_gelu_infer, tolerance=ulp(4), attrs=("approximate",), sample=_sample_gelu)
 _unary("floor", np.floor, FLOATS, "Round toward -inf.")
 _unary("ceil", np.ceil, FLOATS, "Round toward +inf.")
@@ -331,6 +341,11 @@ _unary("round", np.rint, FLOATS, "Round to nearest integer, ties to even.",
 _unary("trunc", np.trunc, FLOATS, "Round toward zero.")
 _unary("is_nan", np.isnan, FLOATS, "True where x is NaN.", infer=predicate)
 _unary("is_inf", np.isinf, FLOATS, "True where x is +inf or -inf.", infer=predicate)
+
+# -- issue 19: activations --
+_unary("relu", _relu, FLOATS, "x where x > 0, else +0 (NaN and -0 give +0, as MAX).")
+_unary("atanh", _via_f64(np.arctanh), FLOATS, "Inverse hyperbolic tangent; atanh(+-1) = +-inf.",
+       tolerance=ulp(2), sample=_unary_sampler(("any", "small", "small")))
 
 
 # -- cast ---------------------------------------------------------------------------------

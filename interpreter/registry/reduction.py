@@ -377,8 +377,8 @@ def _top_k_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
     t, axis = _axis_infer(op, types, attrs)
     k = attrs.get("k")
     if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k <= t.shape[axis]:
-        op.fail(types, "top_k.C1", f"k={k!r} must be an int in [0, {t.shape[axis]}] (the size "
-                f"of axis {attrs.get('axis')})")
+        op.fail(types, f"{op.name}.C1", f"k={k!r} must be an int in [0, {t.shape[axis]}] "
+                f"(the size of axis {attrs.get('axis')})")
     shape = (*t.shape[:axis], k, *t.shape[axis + 1:])
     return (t.with_(shape=shape), t.with_(shape=shape, dtype=DType.int64))
 
@@ -400,11 +400,43 @@ def _sample_top_k(src: ArgSource) -> OpCall:
     return call
 
 
-register(OpDef("top_k",
-               summary="The k largest elements along one axis, descending (ties: lower index "
-                       "first; NaN largest), and their int64 indices.",
-               category="reduction", operands=("x",), attrs=("k", "axis"), infer=_top_k_infer,
-               kernel=_top_k, dtypes=NUMERIC, tolerance=EXACT, sample=_sample_top_k,
-               result_dtypes=NUMERIC | _INDICES, traits=frozenset({"nan-last-sort"})))
+def _register_select_k(name: str, summary: str, kernel: Callable[..., Any],
+                       sample: Callable[[ArgSource], OpCall]) -> None:
+    """``top_k`` and its mirror ``bottom_k``: values and int64 indices of k elements."""
+    register(OpDef(name, summary=summary, category="reduction", operands=("x",),
+                   attrs=("k", "axis"), infer=_top_k_infer, kernel=kernel, dtypes=NUMERIC,
+                   tolerance=EXACT, sample=sample, result_dtypes=NUMERIC | _INDICES,
+                   traits=frozenset({"nan-last-sort"})))
+
+
+_register_select_k("top_k", "The k largest elements along one axis, descending (ties: lower "
+                   "index first; NaN largest), and their int64 indices.", _top_k, _sample_top_k)
+
+
+# -- bottom_k -----------------------------------------------------------------------------
+def _bottom_k(x: Array, *, k: int, axis: int) -> tuple[Array, Array]:
+    """Stable ascending sort: equal values keep their original order; numpy sorts NaN last,
+    i.e. as the largest (bottom_k.C2), so NaN is taken only once every number is."""
+    xp = arrays.namespace(x)
+    order = xp.argsort(widen(x), axis=axis, kind="stable")
+    idx = xp.take(order, xp.arange(k), axis=axis).astype(np.int64)
+    return xp.take_along_axis(x, idx, axis=axis), idx
+
+
+def _sample_bottom_k(src: ArgSource) -> OpCall:
+    """``top_k``'s sampler; half of the time the slices are a few elements repeated
+    (ties, bottom_k.C2)."""
+    call = _sample_top_k(src)
+    x, axis = call.operands[0], call.attrs["axis"]
+    if x.shape[axis] and not src.boolean():
+        n = x.shape[axis]
+        pick = src.values(DType.int64, (n,), f"uindex:{src.integer(1, n)}")
+        call.operands[0] = np.take(x, pick, axis=axis)
+    return call
+
+
+_register_select_k("bottom_k", "The k smallest elements along one axis, ascending (ties: "
+                   "lower index first; NaN largest, so last), and their int64 indices.",
+                   _bottom_k, _sample_bottom_k)
 
 __all__ = ["LOGSOFTMAX_TOLERANCE", "SOFTMAX_TOLERANCE", "float_info", "is_low_float", "widen"]

@@ -22,6 +22,8 @@ from .attrtypes import AttrType
 from .buffer import check_slices
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, register
 from .dtypesets import ALL, BOOL, INDEX
+from .padding import pad_infer, pad_kernel, pad_sample
+from .indexing import scatter_axis_sample
 from .rules import same_types
 
 __all__ = [
@@ -130,6 +132,57 @@ def _reshape_sample(src: ArgSource) -> OpCall:
 register(OpDef("reshape", summary="Same elements in row-major order, new shape.", category="shape",
                operands=("x",), attrs=("shape",), infer=_reshape_infer, kernel=_reshape,
                dtypes=ALL, tolerance=EXACT, sample=_reshape_sample, traits=_BYTE_COPY))
+
+
+# -- squeeze, unsqueeze --------------------------------------------------------------------
+def _squeeze_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                   ) -> tuple[ValueType, ...]:
+    t = op.check_tensor(types, 0)
+    axis = op.check_axis(types, attrs.get("axis"), t.rank)
+    if t.shape[axis] != 1:
+        op.fail(types, "squeeze.C1", f"axis {attrs.get('axis')} has length {t.shape[axis]}, "
+                "not 1")
+    return (t.with_(shape=t.shape[:axis] + t.shape[axis + 1:]),)
+
+
+def _unsqueeze_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs
+                     ) -> tuple[ValueType, ...]:
+    t = op.check_tensor(types, 0)
+    axis = op.check_axis(types, attrs.get("axis"), t.rank + 1, "AXIS-2")
+    return (t.with_(shape=(*t.shape[:axis], 1, *t.shape[axis:])),)
+
+
+def _squeeze(x: Array, *, axis: int) -> Array:
+    xp, a = arrays.namespace(x), axis % x.ndim
+    return xp.reshape(x, x.shape[:a] + x.shape[a + 1:])
+
+
+def _unsqueeze(x: Array, *, axis: int) -> Array:
+    xp, a = arrays.namespace(x), axis % (x.ndim + 1)
+    return xp.reshape(x, (*x.shape[:a], 1, *x.shape[a:]))
+
+
+def _squeeze_sample(src: ArgSource) -> OpCall:
+    dtype, shape = src.dtype(ALL, data=True), list(src.shape(max_rank=3))
+    axis = src.integer(-len(shape) - 1, len(shape))  # where the size-1 axis goes
+    shape.insert(axis % (len(shape) + 1), 1)
+    return OpCall([src.values(dtype, tuple(shape))], {"axis": axis})
+
+
+def _unsqueeze_sample(src: ArgSource) -> OpCall:
+    dtype, shape = _data(src)
+    return OpCall([src.values(dtype, shape)],
+                  {"axis": src.integer(-len(shape) - 1, len(shape))})
+
+
+register(OpDef("squeeze", summary="Remove one axis of length 1.", category="shape",
+               operands=("x",), attrs=("axis",), infer=_squeeze_infer, kernel=_squeeze,
+               dtypes=ALL, tolerance=EXACT, sample=_squeeze_sample, traits=_BYTE_COPY))
+register(OpDef("unsqueeze", summary="Insert an axis of length 1 at a position in "
+                                    "[-(rank + 1), rank].",
+               category="shape", operands=("x",), attrs=("axis",), infer=_unsqueeze_infer,
+               kernel=_unsqueeze, dtypes=ALL, tolerance=EXACT, sample=_unsqueeze_sample,
+               traits=_BYTE_COPY))
 
 
 # -- slice ---------------------------------------------------------------------------------
@@ -392,23 +445,12 @@ def _scatter_unspecified(x: np.ndarray, updates: np.ndarray, indices: np.ndarray
     return np.broadcast_to(np.any(bad, axis=axis, keepdims=True), x.shape)
 
 
-def _scatter_sample(src: ArgSource) -> OpCall:
-    dtype, shape = src.dtype(ALL, data=True), src.shape(min_rank=1, max_rank=3)
-    axis = src.integer(-len(shape), len(shape) - 1)
-    n = shape[axis]
-    ishape = list(shape)
-    ishape[axis] = src.axis_size(0, 4, rest=math.prod(shape) // n) if n else 0
-    idtype = src.dtype(INDEX)
-    return OpCall([src.values(dtype, shape), src.values(dtype, tuple(ishape)),
-                   src.values(idtype, tuple(ishape), f"index:{n}")], {"axis": axis})
-
-
 register(OpDef("scatter",
                summary="Copy of x with updates written at indices along an axis "
                        "(np.put_along_axis; last write wins).",
                category="shape", operands=("x", "updates", "indices"), attrs=("axis",),
                infer=_scatter_infer, kernel=_scatter, dtypes=ALL, tolerance=EXACT,
-               unspecified=_scatter_unspecified, sample=_scatter_sample,
+               unspecified=_scatter_unspecified, sample=scatter_axis_sample(ALL, "any"),
                operand_dtypes=(ALL, ALL, INDEX), traits=_BYTE_COPY))
 
 
@@ -452,65 +494,18 @@ register(OpDef("select",
                data_operand=1, traits=_BYTE_COPY | {"fusable"}))
 
 
-# -- pad -----------------------------------------------------------------------------------
-def _check_pad_value(op: OpDef, types: Sequence[ValueType], dtype: DType, value: Any) -> None:
-    if not isinstance(value, bool | int | float):
-        op.fail(types, "pad.C2", f"attribute value must be a Python number, got {value!r}",
-                GraphTypeError)
-    if dtype is DType.bool:
-        ok = isinstance(value, bool) or value in (0, 1)
-    elif dtype.is_integral():
-        info = np.iinfo(dtype.to_numpy())
-        ok = isinstance(value, int) and info.min <= value <= info.max
-    else:
-        ok = True
-    if not ok:
-        op.fail(types, "pad.C2", f"value {value!r} is not representable in {dtype.value}",
-                GraphTypeError)
-
-
-def _pad_infer(op: OpDef, types: Sequence[ValueType], attrs: Attrs) -> tuple[ValueType, ...]:
-    t = op.check_tensor(types, 0)
-    paddings = attrs.get("paddings")
-    if not isinstance(paddings, tuple) or len(paddings) != t.rank or not all(
-            isinstance(p, tuple) and len(p) == 2 and all(is_int(v) and v >= 0 for v in p)
-            for p in paddings):
-        op.fail(types, "pad.C1", f"attribute paddings must be {t.rank} pairs (lo, hi) of "
-                f"ints >= 0, got {paddings!r}")
-    _check_pad_value(op, types, t.dtype, attrs.get("value"))
-    pairs = zip(t.shape, paddings, strict=True)
-    return (t.with_(shape=tuple(d + lo + hi for d, (lo, hi) in pairs)),)
-
-
-def _pad(x: Array, *, paddings: tuple[tuple[int, int], ...], value: Any) -> Array:
-    shape = tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, paddings, strict=True))
-    xp = arrays.namespace(x)
-    out = xp.full(shape, arrays.fill_value(value, x.dtype), x.dtype)
-    out[tuple(slice(lo, lo + d) for d, (lo, _) in zip(x.shape, paddings, strict=True))] = x
-    return out
-
-
-def _pad_sample(src: ArgSource) -> OpCall:
-    dtype, shape = src.dtype(ALL, data=True), src.shape(max_rank=3, max_side=4)
-    paddings = tuple((src.integer(0, 2), src.integer(0, 2)) for _ in shape)
-    value: Any
-    if dtype is DType.bool:
-        value = src.boolean()
-    elif dtype.is_integral():
-        info = np.iinfo(dtype.to_numpy())
-        value = src.choice([0, 1, int(info.min), int(info.max)])
-    else:
-        value = src.choice([0.0, -0.0, 1.5, float("inf"), float("nan"), -2])
-    return OpCall([src.values(dtype, shape)], {"paddings": paddings, "value": value})
-
-
-register(OpDef("pad", summary="Surround a tensor with a constant (np.pad, constant mode).",
-               category="shape", operands=("x",), attrs=("paddings", "value"), infer=_pad_infer,
-               kernel=_pad, dtypes=ALL, tolerance=EXACT, sample=_pad_sample,
+# -- pad (type rule, kernel and sampler in padding.py) ------------------------------------
+register(OpDef("pad", summary="Pad a tensor with a constant, a reflection or its edge values "
+                              "(np.pad's constant, reflect and edge modes).",
+               category="shape", operands=("x",), attrs=("paddings", "value", "mode"),
+               infer=pad_infer, kernel=pad_kernel, dtypes=ALL, tolerance=EXACT,
+               sample=pad_sample,
                attr_types={"value": AttrType("int | float | bool",
                                              lambda v: type(v) in (int, float, bool),
                                              "a Python scalar, converted to the operand's "
-                                             "dtype")}))
+                                             "dtype"),
+                           "mode": AttrType("str", lambda v: type(v) is str,
+                                            "'constant', 'reflect' or 'edge'")}))
 
 
 # -- tile ----------------------------------------------------------------------------------

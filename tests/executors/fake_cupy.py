@@ -28,10 +28,11 @@ __all__ = ["CUPY_FUNCTIONS", "host", "make_fake_cupy", "ndarray"]
 
 #: The CuPy functions the fake serves (each one a documented CuPy 13 function).
 CUPY_FUNCTIONS = frozenset({
-    "arange", "argmax", "argmin", "argsort", "broadcast_to", "clip", "concatenate", "copyto",
-    "cumsum", "empty", "exp", "flip", "full", "indices", "log", "matmul", "max", "min", "prod",
-    "ravel_multi_index", "reshape", "split", "sum", "take", "take_along_axis", "tile",
-    "transpose", "unique", "where", "zeros", "zeros_like"})
+    "arange", "argmax", "argmin", "argsort", "broadcast_to", "ceil", "clip", "concatenate",
+    "copyto", "cumsum", "empty", "exp", "flip", "floor", "full", "indices", "isnan", "log",
+    "matmul", "max", "maximum", "min", "minimum", "nan_to_num", "prod", "ravel_multi_index",
+    "reshape", "split", "stack", "sum", "take", "take_along_axis", "tile", "transpose", "trunc",
+    "unique", "where", "zeros", "zeros_like", "mean", "sqrt"})
 
 _LIBS: dict[str, Any] = {}
 _TMP: list[tempfile.TemporaryDirectory[str]] = []

@@ -20,7 +20,7 @@ from tools.golden import DIR, PATTERNS, expected_files, host_source, op_graphs
 #: COMP-15's list: the ops the native tier computes.
 NATIVE_OPS = {"add", "sub", "mul", "div", "max", "min", "equal", "not_equal", "greater",
               "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
-              "select", "cast", "negate", "abs", "sqrt", "exp", "broadcast_to"}
+              "select", "cast", "negate", "abs", "sqrt", "exp", "broadcast_to", "relu"}
 #: modules that must reach ops only through their OpDef or their emitter entry
 BACKENDS = ("compiling.py", "compiling_native.py", "compiling_plan.py", "cuda_codegen.py",
             "c_preludes.py")

@@ -33,7 +33,8 @@ DEVICE_KERNEL_OPS = sorted(
     if op.operands and name not in ELEMENTWISE_OPS and op.category != "random"
     and name != "transfer" and op.host_only is None)
 #: refused ops whose kernels are written over the namespace all the same
-REFUSED_BUT_NAMESPACED = ["allgather", "allreduce_sum", "top_k"]
+REFUSED_BUT_NAMESPACED = ["allgather", "allreduce_sum", "argsort", "bottom_k", "top_k",
+                          "distributed_broadcast", "distributed_scatter", "reducescatter_sum"]
 
 
 @pytest.fixture
@@ -158,7 +159,14 @@ def test_the_device_kernel_ops_are_every_non_fused_op() -> None:
         "argmax", "argmin", "buffer_load", "buffer_store", "buffer_store_slice", "concat",
         "cumsum", "gather", "logsoftmax", "matmul", "pad", "permute", "reduce_max",
         "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "reshape", "scatter",
-        "slice", "softmax", "split", "tile"}
+        "slice", "softmax", "split", "tile"} | {  # issue 19: masks, shapes and resize
+        "band_part", "squeeze", "unsqueeze", "resize_nearest", "resize_linear", "resize_bicubic",
+        "roi_align"} | {  # issue 19: convolution, pooling and normalizations
+        "avg_pool2d", "conv2d", "conv2d_transpose", "conv3d", "max_pool2d",
+        "group_norm", "layer_norm", "rms_norm",
+        # the indexing family (issue 19): scatter reductions by a segmented scan over xp
+        "gather_nd", "gather_sum", "scatter_add", "scatter_max", "scatter_min", "scatter_mul",
+        "scatter_nd", "scatter_nd_add", "scatter_nd_max", "scatter_nd_min", "scatter_nd_mul"}
 
 
 # -- GPU-11: served and refused ops come from the registry ---------------------------------------
@@ -171,7 +179,9 @@ def _one_op_graph(body: Any, *shapes: tuple[int, ...]) -> Graph:
 @pytest.mark.spec("GPU-11")
 def test_refused_ops_are_those_with_a_host_only_trait() -> None:
     refused = {name for name, op in REGISTRY.items() if op.host_only is not None}
-    assert refused == {"top_k", "debug_print", "allreduce_sum", "allgather"}
+    assert refused == {"top_k", "debug_print", "allreduce_sum", "allgather", "argsort",
+                       "bottom_k", "reducescatter_sum", "distributed_broadcast",
+                       "distributed_scatter"}
     assert REGISTRY["top_k"].host_only == TRAITS["nan-last-sort"]
 
 

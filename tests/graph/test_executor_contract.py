@@ -21,7 +21,8 @@ from interpreter.types import BufferType, DeviceRef, TensorType
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = range(24)
-MULTI_RESULT = {"split", "top_k", "allgather", "allreduce_sum"}
+MULTI_RESULT = {"split", "top_k", "bottom_k", "allgather", "allreduce_sum", "reducescatter_sum",
+                "distributed_broadcast", "distributed_scatter"}
 
 
 def _staged(op: OpDef) -> Iterator[tuple[Case, Node]]:
@@ -93,9 +94,11 @@ def test_what_an_executor_reads(name: str) -> None:
         if name == "split":
             axis = node.attrs["axis"]
             assert [r.type.shape[axis] for r in node.results] == list(node.attrs["sizes"])
-        if name in ("allgather", "allreduce_sum"):
+        if name in ("allgather", "allreduce_sum", "reducescatter_sum"):
             assert [r.type.device for r in node.results] == [o.type.device
                                                              for o in node.operands]
+        if name in ("distributed_broadcast", "distributed_scatter"):
+            assert tuple(r.type.device for r in node.results) == node.attrs["devices"]
 
 
 def _public_modules() -> list[str]:

@@ -57,3 +57,17 @@ def test_retarget_keeps_structure_and_attributes() -> None:
         [n.attrs for n in g.nodes if n.op.name == "sum"]
     assert retarget(gpu).to_text() == g.to_text()
     assert gpu.to_text() != g.to_text() and "gpu:0" in gpu.to_text()
+
+
+@pytest.mark.spec("EXEC-14")
+def test_retarget_moves_the_devices_of_a_tuple_attribute() -> None:
+    """``distributed_broadcast``'s ``devices``: every device of the tuple moves (one each)."""
+    x = np.array([1.5, -0.0], np.float32)
+    g = build(lambda x: ops.distributed_broadcast(x, [CPU1, CPU, CPU1]), x)
+    assert devices_of(g) == {CPU, CPU1}
+    gpu = retarget(g, GPU0)
+    assert devices_of(gpu) == {GPU0}
+    assert gpu.nodes[0].attrs == {"devices": (GPU0, GPU0, GPU0)}
+    out = InterpreterExecutor().execute(retarget(gpu), [x])
+    assert len(out) == 3 and all(np.array_equal(o.view(np.uint32), x.view(np.uint32))
+                                 for o in out)

@@ -30,6 +30,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("conformance/constants.py", "constant"):
         "the constant-reach cells' shape class and graph-name tag (CONF-88); the op itself "
         "is staged through ops.constant",
+    ("interpreter/registry/padding.py", "constant"): "pad's mode (MAX's name for it)",
+    ("interpreter/graph/ops/shape.py", "constant"): "pad's default mode (MAX's name for it)",
 }
 
 

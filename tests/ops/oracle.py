@@ -46,6 +46,15 @@ def _gelu(x: mpf) -> mpf:
     return x * mpmath.erfc(-x / mpmath.sqrt(2)) / 2
 
 
+def _gelu_quick(x: mpf) -> mpf:
+    """``x * sigmoid(1.702 x)`` with the decimal constant (beyond |x| = 1000 as the others)."""
+    if abs(x) > 1000:
+        return -_TINY if x < 0 else x * (1 - _TINY)
+    return x / (1 + mpmath.exp(-mpf("1.702") * x))
+
+
+_GELU_FORMS = {"tanh": _gelu_tanh, "quick": _gelu_quick}
+
 #: op name -> mpmath function of (operands..., attrs)
 ORACLE_OPS: dict[str, Callable[..., mpf]] = {
     "exp": lambda x, a: mpmath.exp(x),
@@ -59,12 +68,13 @@ ORACLE_OPS: dict[str, Callable[..., mpf]] = {
     "erf": lambda x, a: mpmath.erf(x),
     "sigmoid": lambda x, a: 1 / (1 + mpmath.exp(-x)),
     "silu": lambda x, a: x / (1 + mpmath.exp(-x)),
-    "gelu": lambda x, a: _gelu_tanh(x) if a.get("approximate") == "tanh" else _gelu(x),
+    "gelu": lambda x, a: _GELU_FORMS.get(a.get("approximate", "none"), _gelu)(x),
+    "atanh": lambda x, a: mpmath.atanh(x),
     "div": lambda x, y, a: x / y,
     "pow": lambda x, y, a: mpmath.power(x, y),
 }
 
-_ODD = {"sin", "tanh", "erf", "log1p", "sqrt", "silu", "gelu"}  # f(±0) = ±0
+_ODD = {"sin", "tanh", "erf", "log1p", "sqrt", "silu", "gelu", "atanh"}  # f(±0) = ±0
 _INF = math.inf
 
 
@@ -95,6 +105,7 @@ def _special(name: str, xs: tuple[float, ...]) -> float | None:
         "sqrt": (math.nan, _INF), "rsqrt": (math.nan, 0.0), "tanh": (-1.0, 1.0),
         "sin": (math.nan, math.nan), "cos": (math.nan, math.nan), "erf": (-1.0, 1.0),
         "sigmoid": (0.0, 1.0), "silu": (-0.0, _INF), "gelu": (-0.0, _INF),
+        "atanh": (math.nan, math.nan),
     }
     if math.isinf(x):
         return limits[name][x > 0]
@@ -109,6 +120,8 @@ def _special(name: str, xs: tuple[float, ...]) -> float | None:
         return math.nan
     if name == "log1p" and x == -1:
         return -_INF
+    if name == "atanh" and abs(x) >= 1:
+        return math.copysign(_INF, x) if abs(x) == 1 else math.nan
     return None
 
 

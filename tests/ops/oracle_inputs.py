@@ -94,6 +94,15 @@ def _regions(name: str, attrs: dict[str, Any], dtype: np.dtype[Any]
         pts = [-math.sqrt(-2 * lntiny), -math.sqrt(-2 * lnsub), -14.0, -10.0, -2.5, -0.7,
                -1.0, -5.0, -math.sqrt(-2 * lnsub) - 1]
         return pts, [(-math.sqrt(-2 * lnsub) - 2, -5.0), (-5.0, 5.0)]
+    if name == "gelu" and attrs.get("approximate") == "quick":
+        # as sigmoid/silu with t = 1.702 x: overflow of exp(-t), tiny and subnormal exp(t)
+        pts = [t / 1.702 for t in (-lnmax, lntiny, lnsub, lnsub - math.log(-lnsub),
+                                   2 * lnsub, -36.7, 36.7, -708.0)] + [-1000.0, 1000.0]
+        return pts, [((2 * lnsub) / 1.702, lntiny / 1.702), (-25.0, 25.0)]
+    if name == "atanh":
+        # the poles at +-1 (log of a small 1 - |x|), tiny x (odd, atanh x = x), 0.5
+        pts = [1.0, -1.0, 0.5, -0.5, 1e-8, -1e-8, 0.99, 0.999, 1 - 1e-6, 0.25, 1e-20]
+        return pts, [(-1.0, 1.0), (0.9, 1.0), (-0.01, 0.01)]
     raise KeyError(name)
 
 

@@ -169,3 +169,57 @@ def test_mixed_dtypes_promote() -> None:
     c = np.array([[0.5], [0.25]], np.float64)
     assert_same(run(lambda c, d: d @ c, c, np.array([[2.0, 4.0]], np.float32)),
                 np.array([[2.0]], np.float64))
+
+
+# -- band_part (spec/ops/band_part.md) -----------------------------------------------------
+def py_band_part(x: np.ndarray, lower: int, upper: int, exclude: bool) -> np.ndarray:
+    """Element by element: kept where in (or, with exclude, outside) the band, else zero."""
+    from tests.ops.test_shape import bits
+
+    out = np.zeros_like(x)
+    raw, dst = bits(x), bits(out)
+    rows, cols = x.shape[-2:]
+    for idx in np.ndindex(*x.shape):
+        m, n = idx[-2], idx[-1]
+        inside = (lower == -1 or m - n <= lower) and (upper == -1 or n - m <= upper)
+        if inside != exclude:
+            dst[idx] = raw[idx]
+    assert (rows, cols) == out.shape[-2:]
+    return out
+
+
+@pytest.mark.spec("band_part.C1", "band_part.C2", "band_part.C3", "DT-6", "OPDT-1")
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint64", "float16", "bfloat16", "float32",
+                                   "float8_e4m3fn"])
+def test_band_part_keeps_the_band_bit_for_bit(dtype: str) -> None:
+    from interpreter.dtype import DType
+    from tests.ops.test_shape import assert_bits, random_bits
+
+    x = random_bits(DType(dtype), (2, 4, 5), seed=7)
+    for below, above in [(-1, -1), (0, 0), (1, 2), (3, 0), (-1, 0), (0, -1), (2, 4)]:
+        for exclude in (False, True):
+            got = run(lambda x, lo=below, up=above, ex=exclude: ops.band_part(x, lo, up, ex), x)
+            assert_bits(got, py_band_part(x, below, above, exclude))
+
+
+@pytest.mark.spec("band_part.C1", "band_part.C2", "band_part.C3")
+def test_band_part_zeros_builder_defaults_and_errors() -> None:
+    f = np.array([[NAN, -0.0, 2.0], [-INF, INF, -0.0]], np.float32)
+    got = run(lambda f: ops.band_part(f, 0, 1), f)
+    assert_same(got, np.array([[NAN, -0.0, 0.0], [0.0, INF, -0.0]], np.float32))
+    assert not np.signbit(got[0, 2])  # the zeros are +0.0
+    assert_same(run(lambda f: ops.band_part(f), f), f)  # None, None: everything
+    assert_same(run(lambda f: ops.band_part(f, exclude=True), f), np.zeros((2, 3), np.float32))
+    assert run(lambda e: ops.band_part(e, -1, 1), np.zeros((3, 0, 2), np.int8)).shape == (3, 0, 2)
+    x = np.ones((3, 4), np.int32)
+    for below, above in [(3, 0), (0, 4), (-2, 0), (0, -3)]:
+        with pytest.raises(GraphShapeError, match=r"band_part\.C2"):
+            build(lambda x, lo=below, up=above: ops.band_part(x, lo, up), x)
+    with pytest.raises(GraphShapeError, match=r"band_part\.C2"):
+        build(lambda x: ops.band_part(x, 0.5, 0), x)  # type: ignore[arg-type]
+    with pytest.raises(GraphShapeError, match=r"band_part\.C3"):
+        build(lambda x: ops.band_part(x, 0, 0, 1), x)  # type: ignore[arg-type]
+    with pytest.raises(GraphShapeError, match=r"band_part\.C1"):
+        build(lambda v: ops.band_part(v), np.ones(3, np.int32))
+    with pytest.raises(GraphShapeError, match=r"band_part\.C2"):  # empty rows: only -1
+        build(lambda e: ops.band_part(e, 0, -1), np.zeros((0, 2), np.int8))

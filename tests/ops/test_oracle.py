@@ -36,7 +36,8 @@ def oracle_cells() -> list[tuple[str, dict[str, Any], np.dtype[Any]]]:
                    and n not in NOT_FUNCTIONS and op.dtypes & FLOATS) + list(EXACT_INEXACT)
     cells = []
     for name in names:
-        forms = [{"approximate": "none"}, {"approximate": "tanh"}] if name == "gelu" else [{}]
+        forms = ([{"approximate": a} for a in ("none", "tanh", "quick")] if name == "gelu"
+                 else [{}])
         for attrs in forms:
             for d in sorted(REGISTRY[name].dtypes & FLOATS, key=lambda d: d.value):
                 cells.append((name, attrs, np.dtype(d.to_numpy())))

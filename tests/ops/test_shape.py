@@ -23,7 +23,7 @@ from interpreter.types import TensorType
 
 ALL_DTYPES = list(DType)
 SHAPE_OPS = ["broadcast_to", "reshape", "slice", "permute", "concat", "split", "gather",
-             "scatter", "select", "pad", "tile"]
+             "scatter", "select", "pad", "tile", "squeeze", "unsqueeze"]
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -94,9 +94,13 @@ REFERENCES: dict[str, Callable[..., Any]] = {
     "gather": lambda x, i, axis: np.take(x, i, axis=axis),
     "scatter": ref_scatter,
     "select": lambda c, x, y: np.where(c, x, y),
-    "pad": lambda x, paddings, value: (np.pad(x, paddings, constant_values=value) if x.ndim
-                                       else x.copy()),
+    "pad": lambda x, paddings, value, mode: (
+        x.copy() if not x.ndim else np.pad(x, paddings, constant_values=value)
+        if mode == "constant" else np.pad(x, paddings, mode)),
     "tile": lambda x, repeats: np.tile(x, repeats),
+    "squeeze": lambda x, axis: x.reshape(x.shape[:axis % x.ndim] + x.shape[axis % x.ndim + 1:]),
+    "unsqueeze": lambda x, axis: x.reshape((*x.shape[:axis % (x.ndim + 1)], 1,
+                                            *x.shape[axis % (x.ndim + 1):])),
 }
 
 
@@ -144,7 +148,7 @@ def test_every_dtype_moves_bits_exactly(dtype: DType) -> None:
     cond = np.random.default_rng(3).integers(0, 2, (3, 4)).astype(bool)
     assert_bits(run(lambda c, x, y: ops.where(c, x, y), cond, x, y), np.where(cond, x, y))
     fill = True if dtype is DType.bool else 1
-    assert_bits(run(lambda x: ops.pad(x, [(0, 1), (2, 0), (1, 1)], fill), x),
+    assert_bits(run(lambda x: ops.pad(x, [(0, 1), (2, 0), (1, 1)], value=fill), x),
                 np.pad(x, [(0, 1), (2, 0), (1, 1)], constant_values=fill))
     upd = random_bits(dtype, (2, 2, 4), seed=4)
     sidx = np.array([[[0, 1, 2, 0], [2, 2, 1, 0]], [[1, 1, 1, 1], [-1, 0, -3, 2]]], np.int32)
@@ -307,7 +311,7 @@ def test_where_values_scalars_and_errors() -> None:
 def test_pad_values_and_errors() -> None:
     x = np.array([1, 2], np.uint64)
     big = 2**64 - 1
-    assert_bits(run(lambda x: ops.pad(x, [(2, 1)], big), x),
+    assert_bits(run(lambda x: ops.pad(x, [(2, 1)], value=big), x),
                 np.array([big, big, 1, 2, big], np.uint64))
     f = np.array([[1.0]], DType.bfloat16.to_numpy())
     got = run(lambda f: ops.pad(f, [1, 0, 0, 1], value=-0.0), f)
@@ -317,17 +321,18 @@ def test_pad_values_and_errors() -> None:
     assert np.isnan(got[1].astype(np.float32))  # e4m3fn has no inf: NaN
     assert_bits(run(lambda b: ops.pad(b, [(1, 1)], value=True), np.zeros(0, bool)),
                 np.array([True, True]))
-    assert_bits(run(lambda s: ops.pad(s, [], 5), np.array(3, np.int32)), np.array(3, np.int32))
+    assert_bits(run(lambda s: ops.pad(s, [], value=5), np.array(3, np.int32)),
+                np.array(3, np.int32))
     with pytest.raises(GraphShapeError, match=r"pad\.C1"):
         build(lambda x: ops.pad(x, [1, 2, 3]), x)
     with pytest.raises(GraphShapeError, match=r"pad\.C1"):
         build(lambda x: ops.pad(x, [(0, -1)]), x)
     with pytest.raises(GraphTypeError, match=r"pad\.C2"):
-        build(lambda x: ops.pad(x, [(0, 1)], -1), x)
+        build(lambda x: ops.pad(x, [(0, 1)], value=-1), x)
     with pytest.raises(GraphTypeError, match=r"pad\.C2"):
-        build(lambda b: ops.pad(b, [(0, 1)], 2), np.zeros(1, bool))
+        build(lambda b: ops.pad(b, [(0, 1)], value=2), np.zeros(1, bool))
     with pytest.raises(GraphTypeError, match=r"pad\.C2"):
-        build(lambda x: ops.pad(x, [(0, 1)], "0"), x)  # type: ignore[arg-type]
+        build(lambda x: ops.pad(x, [(0, 1)], value="0"), x)  # type: ignore[arg-type]
 
 
 @pytest.mark.spec("tile.C1")
@@ -343,7 +348,7 @@ def test_tile_values_and_errors() -> None:
             build(lambda x, r=reps: ops.tile(x, r), x)
 
 
-@pytest.mark.spec("reshape.C1", "reshape.C2", "reshape.C3", "AXIS-1", "AXIS-2", "SHAPE-1")
+@pytest.mark.spec("reshape.C1", "reshape.C3", "squeeze.C1", "AXIS-1", "AXIS-2", "SHAPE-1")
 def test_reshape_family() -> None:
     x = np.arange(6, dtype=np.float16).reshape(1, 2, 3)
     assert run(lambda x: ops.squeeze(x, 0), x).shape == (2, 3)
@@ -364,7 +369,7 @@ def test_reshape_family() -> None:
         build(lambda x: ops.reshape(x, (4, -1)), x)
     with pytest.raises(GraphShapeError, match=r"SHAPE-1"):
         build(lambda x: ops.reshape(x, (6, -2)), x)
-    with pytest.raises(GraphShapeError, match=r"reshape\.C2"):
+    with pytest.raises(GraphShapeError, match=r"squeeze\.C1"):
         build(lambda x: ops.squeeze(x, 1), x)
     with pytest.raises(GraphShapeError, match=r"AXIS-1"):
         build(lambda x: ops.squeeze(x, 3), x)
@@ -395,3 +400,80 @@ def test_operands_on_different_devices_are_rejected() -> None:
     gpu = TensorType(DType.float32, (2,), DeviceRef.GPU())
     with Graph("d", [cpu, gpu]) as g, pytest.raises(GraphShapeError, match=r"DEV-1"):
         ops.concat([g.inputs[0], g.inputs[1]])  # type: ignore[list-item]
+
+
+# -- squeeze, unsqueeze, pad modes (issue 19) ----------------------------------------------
+@pytest.mark.spec("squeeze.C1", "AXIS-1", "AXIS-2", "DT-6")
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.value)
+def test_squeeze_unsqueeze_move_bits(dtype: DType) -> None:
+    x = random_bits(dtype, (2, 1, 3), seed=5)
+    flat = bits(x).ravel().tolist()
+    for axis, shape in [(1, (2, 3)), (-2, (2, 3))]:
+        got = run(lambda x, a=axis: ops.squeeze(x, a), x)
+        assert got.shape == shape and bits(got).ravel().tolist() == flat
+    for axis, shape in [(0, (1, 2, 1, 3)), (3, (2, 1, 3, 1)), (-1, (2, 1, 3, 1)),
+                        (-4, (1, 2, 1, 3)), (2, (2, 1, 1, 3))]:
+        got = run(lambda x, a=axis: ops.unsqueeze(x, a), x)
+        assert got.shape == shape and bits(got).ravel().tolist() == flat
+    with pytest.raises(GraphShapeError, match=r"squeeze\.C1"):
+        build(lambda x: ops.squeeze(x, -1), x)
+    with pytest.raises(GraphShapeError, match=r"AXIS-1"):
+        build(lambda s: ops.squeeze(s, 0), np.array(1, np.int8))
+    with pytest.raises(GraphShapeError, match=r"AXIS-2"):
+        build(lambda x: ops.unsqueeze(x, -5), x)
+    with pytest.raises(GraphShapeError, match=r"AXIS-2"):
+        build(lambda x: ops.unsqueeze(x, 1.0), x)  # type: ignore[arg-type]
+
+
+def py_pad_index(j: int, n: int, mode: str) -> int:
+    """The source of output position ``j - lo`` of one axis: mirror or clamp, one step at a
+    time (an independent walk, not a closed formula)."""
+    if mode == "edge" or n == 1:
+        return 0 if j < 0 else n - 1 if j >= n else j
+    while not 0 <= j < n:
+        j = -j if j < 0 else 2 * (n - 1) - j
+    return j
+
+
+@pytest.mark.spec("pad.C3", "pad.C4", "DT-6")
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.value)
+def test_pad_reflect_and_edge_copy_the_mirrored_bits(dtype: DType) -> None:
+    x = random_bits(dtype, (3, 4), seed=9)
+    for mode in ("reflect", "edge"):
+        for paddings in [((2, 1), (0, 3)), ((0, 0), (3, 3)), ((1, 2), (1, 0)),
+                         ((7, 5), (9, 4))]:  # reflect past the length: again and again
+            got = run(lambda x, p=paddings, m=mode: ops.pad(x, p, m), x)
+            (lo0, hi0), (lo1, hi1) = paddings
+            want = np.empty((3 + lo0 + hi0, 4 + lo1 + hi1), x.dtype)
+            for i, j in np.ndindex(*want.shape):
+                want[i, j] = x[py_pad_index(i - lo0, 3, mode), py_pad_index(j - lo1, 4, mode)]
+            assert_bits(got, want)
+
+
+@pytest.mark.spec("pad.C3", "pad.C4")
+def test_pad_mode_values_and_errors() -> None:
+    x = np.array([1, 2, 3], np.int16)
+    assert_bits(run(lambda x: ops.pad(x, [2, 2], "reflect"), x),
+                np.array([3, 2, 1, 2, 3, 2, 1], np.int16))
+    assert_bits(run(lambda x: ops.pad(x, [1, 3], mode="edge"), x),
+                np.array([1, 1, 2, 3, 3, 3, 3], np.int16))
+    assert_bits(run(lambda x: ops.pad(x, [0, 0], "reflect"), x), x)
+    one = np.array([7.0], np.float32)
+    assert_bits(run(lambda o: ops.pad(o, [2, 1], "edge"), one), np.full(4, 7.0, np.float32))
+    assert_bits(run(lambda e: ops.pad(e, [0, 0], "edge"), np.zeros(0, np.int8)),
+                np.zeros(0, np.int8))
+    assert_bits(run(lambda s: ops.pad(s, [], "reflect"), np.array(5, np.uint8)),
+                np.array(5, np.uint8))
+    assert_bits(run(lambda x: ops.pad(x, [3, 3], "reflect"), x),  # checked on MAX 26.7
+                np.array([2, 3, 2, 1, 2, 3, 2, 1, 2], np.int16))
+    assert_bits(run(lambda x: ops.pad(x, [5, 0], "reflect"), x),
+                np.array([2, 1, 2, 3, 2, 1, 2, 3], np.int16))
+    assert_bits(run(lambda o: ops.pad(o, [1, 1], "reflect"), one), np.full(3, 7.0, np.float32))
+    with pytest.raises(GraphShapeError, match=r"pad\.C4"):
+        build(lambda e: ops.pad(e, [0, 1], "reflect"), np.zeros(0, np.int8))
+    with pytest.raises(GraphShapeError, match=r"pad\.C4"):
+        build(lambda e: ops.pad(e, [1, 0], "edge"), np.zeros(0, np.int8))
+    with pytest.raises(GraphShapeError, match=r"pad\.C3"):
+        build(lambda x: ops.pad(x, [1, 0], "wrap"), x)
+    with pytest.raises(GraphShapeError, match=r"pad\.C3"):
+        build(lambda x: ops.pad(x, [1, 0], 5), x)  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ in the 16-bit floats. Special values (NaN, +-inf) are compared exactly in every 
 
 from __future__ import annotations
 
+import importlib
 import math
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ import pytest
 from conformance.compare import compare_op, from_ordered, to_ordered
 from interpreter.dtype import DType
 from interpreter.registry import REGISTRY, get_op
+from tests.ops.test_devices import reducescatter_n_m
+from tests.ops.test_vision import roi_align_loops
 from tests.suite.suite_runner import run_suite
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -50,6 +53,16 @@ def ref(name: str, ops: list[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
 
 def non_exact_ops() -> set[str]:
     return {n for n, op in REGISTRY.items() if op.tolerance.kind != "exact"}
+
+
+def family_ops() -> frozenset[str]:
+    """The ops whose bounds a family module ``tests/ops/test_tolerance_<family>.py`` checks
+    the same way (its ``TOLERANCE_OPS``)."""
+    found: set[str] = set()
+    for path in sorted((Path(__file__).parent / "ops").glob("test_tolerance_*.py")):
+        module = importlib.import_module(f"tests.ops.{path.stem}")
+        found |= getattr(module, "TOLERANCE_OPS", frozenset())
+    return frozenset(found)
 
 
 # -- REDUCE-6, written out from the spec table ---------------------------------------------
@@ -87,6 +100,14 @@ def spec_n_m(name: str, ops: list[np.ndarray], attrs: dict[str, Any], expected: 
         return size, 1.0, 4
     if name == "logsoftmax":
         return size, 1.0 + np.abs(expected.astype(np.float64)), 4
+    if name == "reducescatter_sum":
+        return (*reducescatter_n_m(ops, attrs, expected), 1)
+    if name == "roi_align":
+        with np.errstate(all="ignore"):
+            _, n, m = roi_align_loops(ops[0], ops[1], *(attrs[k] for k in (
+                "output_height", "output_width", "spatial_scale", "sampling_ratio", "aligned",
+                "mode")))
+        return n, m, 1
     raise AssertionError(f"{name} is not in the REDUCE-6 table")
 
 
@@ -117,16 +138,24 @@ def reduction_cases(dtype: np.dtype[Any]) -> list[Case]:
     cases += [("matmul", [v(3, 4), v(4, 2)], {}), ("matmul", [v(2, 2, 5), v(2, 5, 3)], {})]
     cases.append(("softmax", [np.array([3, -50, 1], dtype)], {"axis": 0}))
     cases.append(("logsoftmax", [np.array([3, -50, 1], dtype)], {"axis": 0}))
+    # one operand (one result: the edge test compares one array); more in test_tolerance_devices
+    cases.append(("reducescatter_sum", [v(3, 5)], {"axis": 1}))
+    rois = np.array([[0, 0.5, 0.25, 3.0, 2.75], [0, -1.5, -0.5, 2.25, 5.5]], dtype)
+    for mode in ("AVG", "MAX") if dtype.itemsize == 2 else ("AVG",):  # MAX: exact in f32
+        cases.append(("roi_align", [v(1, 4, 5, 2, lo=0.5), rois],
+                      {"output_height": 2, "output_width": 2, "spatial_scale": 1.0,
+                       "sampling_ratio": 0.0, "aligned": False, "mode": mode}))
     return cases
 
 
 REDUCTION_OPS = {"reduce_sum", "reduce_mean", "reduce_prod", "cumsum", "matmul", "softmax",
-                 "logsoftmax"}
+                 "logsoftmax", "reducescatter_sum", "roi_align"}
 
 
 @pytest.mark.spec("TOL-1", "REDUCE-6")
 def test_reduction_class_is_exactly_the_reduce6_table() -> None:
-    assert {n for n, op in REGISTRY.items() if op.tolerance.kind == "reduction"} == REDUCTION_OPS
+    assert {n for n, op in REGISTRY.items() if op.tolerance.kind == "reduction"} == (
+        REDUCTION_OPS | family_ops())
     assert {n for n in REDUCTION_OPS if str(get_op(n).tolerance) == "reduction(4)"} == {
         "softmax", "logsoftmax"}
 
@@ -193,6 +222,7 @@ def ulp_cases(dtype: np.dtype[Any]) -> list[Case]:
         cases.append((name, [pos], {}))
     cases += [("gelu", [x], {"approximate": "none"}), ("gelu", [x], {"approximate": "tanh"}),
               ("pow", [pos, x], {})]
+    cases += [("gelu", [x], {"approximate": "quick"}), ("atanh", [x / 4], {})]  # issue 19
     return cases
 
 
@@ -213,7 +243,7 @@ def test_ulp_budget_edge_passes_and_one_step_more_fails(dtype: np.dtype[Any]) ->
             assert m is not None and m.bad == expected.size, (name, d, m)
         seen.add(name)
     assert seen | {"random_normal"} == {
-        n for n, op in REGISTRY.items() if op.tolerance.kind == "ulp"}
+        n for n, op in REGISTRY.items() if op.tolerance.kind == "ulp"} - family_ops()
 
 
 # -- RNG-8 -------------------------------------------------------------------------------------
@@ -278,8 +308,25 @@ def special_cases(dtype: np.dtype[Any]) -> list[Case]:
         cases.append((n, [rows], {"axis": 1}))
     cases.append(("cumsum", [rows], {"axis": 1, "exclusive": False, "reverse": False}))
     cases.append(("matmul", [rows, np.ones((3, 2), dtype)], {}))
+    far = np.array([NAN, 1, 2, 3, 4, 5, 6, 7, 8, INF], dtype)  # unspecified near the ends
+    cases.append(("resize_linear", [far], {"shape": (15,), "coordinate_transform_mode":
+                                           "half_pixel"}))
+    cases.append(("resize_bicubic", [far.reshape(1, 1, 1, -1)], {"shape": (1, 1, 1, 17)}))
+    cases.append(("reducescatter_sum", [rows], {"axis": 1}))
+    image = np.resize(np.array([1.0, NAN, INF, -INF, -0.0, 2.0], dtype), (1, 3, 3, 2))
+    image[0, 0, 0] = 1.0  # finite at (0, 0): out-of-image samples stay specified
+    cases.append(("roi_align", [image, np.array([[0, -1, 0, 2, 2], [0, 0.5, 0.5, 2, 2]], dtype)],
+                  {"output_height": 2, "output_width": 2, "spatial_scale": 1.0,
+                   "sampling_ratio": 2.0, "aligned": False, "mode": "AVG"}))
     cases.append(("random_normal", [np.array([1], np.uint64)],
                   {"shape": (6,), "dtype": DType.from_numpy(dtype), "mean": 0.0, "std": 1.0}))
+    # issue 19: atanh, gelu's quick form, the normalizations (rows as groups)
+    ones, zeros = np.ones(3, dtype), np.zeros(3, dtype)
+    cases += [("atanh", [s], {}), ("gelu", [s], {"approximate": "quick"}),
+              ("layer_norm", [rows, ones, zeros], {"epsilon": 1e-5}),
+              ("group_norm", [rows, ones, zeros], {"num_groups": 1, "epsilon": 1e-5}),
+              ("rms_norm", [rows, ones], {"epsilon": 1e-5, "weight_offset": 0.0,
+                                          "multiply_before_cast": False})]
     return cases
 
 
@@ -319,7 +366,7 @@ def test_special_values_are_exact_in_every_class(dtype: np.dtype[Any]) -> None:
                 m = compare_op(op, ops, attrs, [expected], [got.reshape(expected.shape)])
                 assert m is not None and m.bad == 1, (name, attrs, i, e, wrong)
         seen.add(name)
-    assert seen == non_exact_ops()
+    assert seen | family_ops() == non_exact_ops()
     assert kinds == {"nan", "inf", "finite"}
 
 

@@ -29,7 +29,10 @@ from interpreter.types import BufferType
 
 __all__ = [
     "AliasingOutputs",
+    "AvgPoolCountsPadding",
+    "ArgsortDescendingByReversal",
     "BlockedTailElementwise",
+    "Conv2dPaddingSwapped",
     "CrashingExecutor",
     "DoubleRoundingCast",
     "DroppedMutation",
@@ -39,12 +42,14 @@ __all__ = [
     "FlushToZeroSignBug",
     "FusedMultiplyAdd",
     "HalfBuiltPlanCache",
+    "HalfPixelRoiAlign",
     "HangingExecutor",
     "IgnoredSeed",
     "NaNComparisonByNegation",
     "NaNIgnoringMaximum",
     "NaNSkippingSum",
     "NondeterministicExecutor",
+    "OffByOneReduceScatter",
     "OverflowingSigmoid",
     "PooledOutputs",
     "RaisingSigmoid",
@@ -54,6 +59,7 @@ __all__ = [
     "RoundHalfAwayFromZero",
     "SaturatingInt8Negate",
     "ScalarKeyedPlanCache",
+    "ScatterAddDropsDuplicates",
     "ScratchReuseIgnoresViews",
     "SelectSwapsFloatBranches",
     "TiledSumDropsTail",
@@ -887,3 +893,140 @@ class EarlyOverflowCast(PatchedInterpreter):
     the target's max, though values below max + ulp/2 round to +-max (NUM-4)."""
 
     overrides: ClassVar[dict[str, Kernel]] = {"cast": _cast_early_overflow}
+
+
+# -- masks, shapes and resize (issue 19) -------------------------------------------------------
+def _linear_aligning_corners(x: Any, *, shape: tuple[int, ...],
+                             coordinate_transform_mode: str) -> Any:
+    kernel = REGISTRY["resize_linear"].kernel
+    mode = ("align_corners" if coordinate_transform_mode == "half_pixel"
+            else coordinate_transform_mode)
+    return kernel(x, shape=shape, coordinate_transform_mode=mode)
+
+
+class ResizeLinearAlignsCorners(PatchedInterpreter):
+    """``resize_linear`` maps coordinates with ``align_corners`` where ``half_pixel`` (MAX's
+    default) is asked: a kernel written for one framework's convention."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"resize_linear": _linear_aligning_corners}
+
+
+__all__ += ["ResizeLinearAlignsCorners"]
+# -- issue 19: collectives on the simulated mesh, roi_align -----------------------------------
+def _rotated_reducescatter(*xs: Any, axis: int) -> Any:
+    """Device ``i`` gets chunk ``i + 1`` (the last device chunk 0): a rank off by one."""
+    chunks = as_results(REGISTRY["reducescatter_sum"].kernel(*xs, axis=axis))
+    return tuple(chunks[1:] + chunks[:1]) if len(chunks) > 1 else chunks[0]
+
+
+class OffByOneReduceScatter(PatchedInterpreter):
+    """``reducescatter_sum`` gives each device the chunk of the next device (DEV-7)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"reducescatter_sum": _rotated_reducescatter}
+
+
+def _roi_align_unshifted(x: Any, rois: Any, **attrs: Any) -> Any:
+    """``aligned`` regions keep their coordinates: off by half a pixel from the reference's
+    ``x * spatial_scale - 0.5`` (still without the minimum size of 1)."""
+    if attrs["aligned"]:
+        rois = rois.copy()
+        rois[:, 1:] += np.asarray(0.5 / attrs["spatial_scale"], rois.dtype)
+    return REGISTRY["roi_align"].kernel(x, rois, **attrs)
+
+
+class HalfPixelRoiAlign(PatchedInterpreter):
+    """``roi_align`` with ``aligned=True`` forgets the half-pixel shift of the regions."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"roi_align": _roi_align_unshifted}
+# -- convolution and pooling (issue 19) ---------------------------------------------------------
+def _conv2d_pads_swapped(x: Any, w: Any, *, paddings: Any, **attrs: Any) -> Any:
+    swapped = tuple((hi, lo) for lo, hi in paddings)
+    return REGISTRY["conv2d"].kernel(x, w, paddings=swapped, **attrs)
+
+
+class Conv2dPaddingSwapped(PatchedInterpreter):
+    """``conv2d`` pads each spatial axis on the wrong side: the ``before`` rows/columns go
+    after and the ``after`` ones before (an odd "same" padding's extra row on top instead of
+    at the bottom). Invisible whenever the padding is symmetric."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"conv2d": _conv2d_pads_swapped}
+
+
+def _avg_pool_always_boundary(x: Any, *, count_boundary: bool, **attrs: Any) -> Any:
+    return REGISTRY["avg_pool2d"].kernel(x, count_boundary=True, **attrs)
+
+
+class AvgPoolCountsPadding(PatchedInterpreter):
+    """``avg_pool2d`` always divides by the window size: with ``count_boundary=False`` the
+    padding (and the ceil-mode overhang) still counts in the divisor."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"avg_pool2d": _avg_pool_always_boundary}
+
+
+# -- issue 19: normalizations (REDUCE-8) -------------------------------------------------------
+def _layer_norm_unbiased(x: Any, gamma: Any, beta: Any, *, epsilon: float) -> Any:
+    """The sample variance, divided by n - 1 (``torch.var``'s default), not the population one."""
+    a = np.asarray(x, np.float64)
+    n = a.shape[-1] if a.ndim else 1
+    d = a - np.mean(a, axis=-1, keepdims=True) if a.size else a
+    with np.errstate(all="ignore"):
+        var = np.sum(d * d, axis=-1, keepdims=True) / np.float64(n - 1)
+        z = d / np.sqrt(var + float(np.float32(epsilon)))
+        return (z * gamma.astype(np.float64) + beta.astype(np.float64)).astype(x.dtype)
+
+
+class UnbiasedVarianceLayerNorm(PatchedInterpreter):
+    """``layer_norm`` with the unbiased (n - 1) variance instead of the biased one."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"layer_norm": _layer_norm_unbiased}
+
+
+def _rms_norm_epsilon_outside(x: Any, weight: Any, *, epsilon: float, weight_offset: float,
+                              multiply_before_cast: bool) -> Any:
+    """``x / (sqrt(mean(x**2)) + epsilon)``: epsilon added outside the square root."""
+    a = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        ms = np.sum(a * a, axis=-1, keepdims=True) / max(1, a.shape[-1])
+        w = weight.astype(np.float64) + float(np.float32(weight_offset))
+        return (a / (np.sqrt(ms) + float(np.float32(epsilon))) * w).astype(x.dtype)
+
+
+class EpsilonOutsideSqrtRmsNorm(PatchedInterpreter):
+    """``rms_norm`` adds epsilon to the root mean square instead of to the mean square."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"rms_norm": _rms_norm_epsilon_outside}
+
+
+__all__ += ["EpsilonOutsideSqrtRmsNorm", "UnbiasedVarianceLayerNorm"]
+# -- the indexing family (issue 19) ---------------------------------------------------------
+def _scatter_add_by_fancy_index(x: Any, updates: Any, indices: Any, *, axis: int) -> Any:
+    """``out[coords] += updates`` with numpy fancy indexing: the read-modify-write is
+    buffered, so a target named several times receives one update, the others are lost."""
+    axis %= x.ndim
+    idx = indices.astype(np.int64)
+    coords = list(np.indices(indices.shape))
+    coords[axis] = np.where(idx < 0, idx + x.shape[axis], idx)
+    out = x.copy()
+    out[tuple(coords)] += updates
+    return out
+
+
+class ScatterAddDropsDuplicates(PatchedInterpreter):
+    """``scatter_add`` keeps one update per target (numpy's buffered ``a[i] += u``): with
+    indices [0, 0] and updates [1, 1], x[0] grows by 1, not 2 (INDEX-7)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"scatter_add": _scatter_add_by_fancy_index}
+
+
+def _argsort_by_reversal(x: Any, *, ascending: bool) -> Any:
+    low = x.dtype.kind == "V" or (x.dtype.kind == "f" and x.dtype.itemsize < 4)
+    key = x.astype(np.float32) if low else x
+    order = np.argsort(key, kind="stable")
+    return (order if ascending else order[::-1]).astype(np.int64)
+
+
+class ArgsortDescendingByReversal(PatchedInterpreter):
+    """Descending ``argsort`` is the ascending order reversed: equal elements (NaN too) come
+    in reverse index order, so the sort is not stable (argsort.C3)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"argsort": _argsort_by_reversal}

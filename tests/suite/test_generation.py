@@ -80,7 +80,7 @@ def test_shapes_come_from_buckets(data: Any) -> None:
 
 
 # -- CONF-30/32/33: counts and the graph budget ----------------------------------------------
-CELLS = "add-float32-general or exp-float16-broadcast"
+CELLS = "[add-float32-general or exp-float16-broadcast"
 
 
 @pytest.mark.spec("CONF-30", "CONF-32")
@@ -117,7 +117,7 @@ def test_refused_cell_stops_after_a_few_calls(tmp_path: Path) -> None:
 
     RefusesEverything.calls = 0
     run = run_suite(tmp_path, "RefusesEverything", ["test_ops.py", "test_graphs.py"],
-                    "add-float32-general or test_graph and elementwise-unary")
+                    "[add-float32-general or test_graph and elementwise-unary")
     assert run.code == pytest.ExitCode.OK, run.outcomes
     assert len(run.outcomes) == 2 and set(run.outcomes.values()) == {"skipped"}, run.outcomes
     for node, text in run.messages.items():
@@ -175,7 +175,7 @@ def test_smoke_keeps_float32_and_integer_cells_of_every_op_and_every_sweep(
 
 @pytest.mark.spec("CONF-35")
 def test_smoke_runs_few_graphs(tmp_path: Path) -> None:
-    run = run_suite(tmp_path, "SlowCompiler", ["test_ops.py"], "add-float32",
+    run = run_suite(tmp_path, "SlowCompiler", ["test_ops.py"], "[add-float32",
                     "--conformance-smoke")
     assert run.code == pytest.ExitCode.OK and len(run.meta) == 1, run.outcomes
     (meta,) = run.meta.values()
@@ -187,7 +187,7 @@ def test_smoke_runs_few_graphs(tmp_path: Path) -> None:
 @pytest.mark.spec("CONF-36")
 def test_slow_call_is_reported_with_test_id(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    run = run_suite(tmp_path, "SlowCalls", ["test_ops.py"], "add-float32-general",
+    run = run_suite(tmp_path, "SlowCalls", ["test_ops.py"], "[add-float32-general",
                     "--conformance-slow-call=0.01", "-W", "always::UserWarning")
     assert run.code == pytest.ExitCode.OK, run.outcomes
     out = capsys.readouterr().out
@@ -198,7 +198,7 @@ def test_slow_call_is_reported_with_test_id(tmp_path: Path,
 
 @pytest.mark.spec("CONF-36")
 def test_slow_call_report_off(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run = run_suite(tmp_path, "SlowCalls", ["test_ops.py"], "add-float32-general",
+    run = run_suite(tmp_path, "SlowCalls", ["test_ops.py"], "[add-float32-general",
                     "--conformance-slow-call=0", "-W", "always::UserWarning")
     assert run.code == pytest.ExitCode.OK, run.outcomes
     assert "SlowCallWarning" not in capsys.readouterr().out

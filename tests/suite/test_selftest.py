@@ -55,7 +55,7 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
     ("HalfBuiltPlanCache", ["test_state.py"], "failures_between",
      ["the failure needs the earlier calls: replaying 1 of 6 previous calls"]),
     # shape and constant reach (CONF-86, CONF-88): each passes the suite without those files
-    ("BlockedTailElementwise", ["test_reach.py"], "add- or sub- or mul-", ["reach]"]),
+    ("BlockedTailElementwise", ["test_reach.py"], "[add- or [sub- or [mul-", ["reach]"]),
     ("TiledSumDropsTail", ["test_reach.py"], "reduce_sum", ["reduce_sum [", "reach]"]),
     ("ReciprocalDivision", ["test_constants.py"], "div-float32 or div-float64",
      ["div [", "constants]"]),
@@ -64,6 +64,28 @@ CATALOGUE: list[tuple[str, list[str], str | None, list[str]]] = [
      ["cast", "uint"]),
     ("EarlyOverflowCast", ["test_specials.py"], "float32-to-float16 or float64-to-float32",
      ["cast", "float"]),
+    # issue 19, masks, shapes and resize
+    ("ResizeLinearAlignsCorners", ["test_ops.py"], "test_op and resize_linear-float32",
+     ["resize_linear"]),
+    # issue 19: one wrong executor per new op family
+    ("OffByOneReduceScatter", ["test_ops.py"], "test_op and reducescatter_sum-float32-general",
+     ["reducescatter_sum"]),
+    ("HalfPixelRoiAlign", ["test_ops.py"], "test_op and roi_align-float32-general",
+     ["roi_align"]),
+    # convolution and pooling (issue 19): padding on the wrong side, padding in the divisor
+    ("Conv2dPaddingSwapped", ["test_ops.py"], "test_op and conv2d-float32", ["conv2d ["]),
+    ("AvgPoolCountsPadding", ["test_ops.py"], "test_op and avg_pool2d-float32",
+     ["avg_pool2d ["]),
+    # issue 19, REDUCE-8: the variance divided by n - 1; epsilon outside the square root
+    ("UnbiasedVarianceLayerNorm", ["test_ops.py"], "test_op and layer_norm-float32",
+     ["layer_norm [", "REDUCE-6"]),
+    ("EpsilonOutsideSqrtRmsNorm", ["test_ops.py"], "test_op and rms_norm-float32",
+     ["rms_norm [", "REDUCE-6"]),
+    # the indexing family (issue 19): duplicates and stability (INDEX-7, argsort.C3)
+    ("ScatterAddDropsDuplicates", ["test_ops.py"],
+     "test_op and (scatter_add-float32 or scatter_add-int32)", ["scatter_add"]),
+    ("ArgsortDescendingByReversal", ["test_ops.py"],
+     "test_op and (argsort-float32 or argsort-int8)", ["argsort"]),
 ]
 
 
@@ -243,7 +265,7 @@ def test_plan_cache_keyed_without_zero_signs_is_caught_by_a_twin(tmp_path: Path)
     graph on the same instance meets the stale plan. The failure says so, the standalone
     repro passes (a fresh executor) and the pair's repro fails."""
     run = run_suite(tmp_path, "ScalarKeyedPlanCache", ["test_constants.py"],
-                    "mul-float32 or add-float64")
+                    "[mul-float32 or [add-float64")
     assert sorted(run.failed()) == [
         "conformance/test_constants.py::test_constant_reach[add-float64]",
         "conformance/test_constants.py::test_constant_reach[mul-float32]"], run.outcomes

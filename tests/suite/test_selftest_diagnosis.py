@@ -19,8 +19,8 @@ def _run_with(tmp_path: Path, executor: str, k: str, *extra: str) -> SuiteRun:
 
 # executor, -k selection, class, rule
 CAUGHT = [
-    ("FlushToZero", "add-float32", "ftz", "NUM-11"),
-    ("NaNIgnoringMaximum", "max-float32-general and not reduce and not arg", "nan-dropped",
+    ("FlushToZero", "[add-float32", "ftz", "NUM-11"),
+    ("NaNIgnoringMaximum", "[max-float32-general", "nan-dropped",
      "NUM-8"),
     ("SaturatingInt8Negate", "negate-int8", "int-saturation", "NUM-2"),
 ]
@@ -46,14 +46,14 @@ def test_declared_ftz_is_a_deviation_and_a_sign_bug_in_the_same_cell_still_fails
     xfails = tmp_path / "expect.toml"
     xfails.write_text('deviations = ["ftz"]\n')
     opt = f"--conformance-xfails={xfails}"
-    clean = _run_with(tmp_path / "a", "FlushToZero", "add-float32", opt)
+    clean = _run_with(tmp_path / "a", "FlushToZero", "[add-float32", opt)
     assert clean.code == pytest.ExitCode.OK, clean.outcomes
     deviated = [n for n, m in clean.meta.items() if m.get("outcome") == "deviation"]
     assert deviated, clean.meta
     for n in deviated:
         assert clean.meta[n]["deviations"] == ["ftz"] and clean.meta[n]["deviation_examples"] > 0
 
-    bug = _run_with(tmp_path / "b", "FlushToZeroSignBug", "add-float32", opt)
+    bug = _run_with(tmp_path / "b", "FlushToZeroSignBug", "[add-float32", opt)
     assert bug.code == pytest.ExitCode.TESTS_FAILED
     assert set(deviated) <= set(bug.failed()), (deviated, bug.outcomes)
     for n in bug.failed():

@@ -349,7 +349,7 @@ def test_arrays_round_trip_exactly(tmp_path: Path, dtype: DType) -> None:
 
 @pytest.mark.spec("CONF-23", "CONF-11")
 def test_rank0_bfloat16_repro_replays(tmp_path: Path) -> None:
-    run = suite(tmp_path, f"{VENDOR}:ScalarBfloat16Off", ["test_ops.py"], "add-bfloat16-scalar")
+    run = suite(tmp_path, f"{VENDOR}:ScalarBfloat16Off", ["test_ops.py"], "[add-bfloat16-scalar")
     assert run.code == pytest.ExitCode.TESTS_FAILED, run.outcomes
     (msg,) = run.failures().values()
     assert "add" in msg and "shape []" in msg and SUITE_ERROR not in msg, msg

@@ -39,7 +39,14 @@ F32 = np.float32
 #: rank-0 enumeration (CONF-99) this run left about 270 gaps (matmul, reduce_prod and
 #: allreduce_sum drew only 'small' values; 30 rows of 'any' operands missed classes by
 #: chance). A new gap needs its reason here, or a sampler or sweep that closes it.
-EXPECTED_GAPS: list[tuple[str, str, str, str, str]] = []
+EXPECTED_GAPS: list[tuple[str, str, str, str, str]] = [
+    ("layer_norm|group_norm|rms_norm", ".*", "gamma|beta|weight", ".*",
+     "issue 19: the per-column parameters have the length of x's normalized axis (4 in the "
+     "special-value sweep, which hands them its first row) and the ops have no rank-0 cell "
+     "(CONF-99), so their special classes come from 'any' draws, by chance (8 of about "
+     "260 (operand, dtype, class) missed under ci); tests/ops/test_normalization.py checks "
+     "NaN, +-inf, -0 and subnormal parameters (REDUCE-8)"),
+]
 
 
 # -- the classifier (CONF-102) -------------------------------------------------------------------

@@ -9,6 +9,7 @@ from an executor that warns).
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import time
@@ -239,3 +240,32 @@ class CorrectlyRounded(PatchedInterpreter):
             return out
 
         return rounded
+
+
+# -- issue 19: legal-but-different normalizations (REDUCE-8) ----------------------------------
+class SequentialNormalizations(PatchedInterpreter):
+    """``layer_norm`` and ``group_norm`` by Welford's one-pass update, ``rms_norm`` by a
+    sequential sum of squares, all accumulated in the operand dtype (16-bit floats too):
+    legal (REDUCE-2, REDUCE-8), so the suite must pass it."""
+
+    hows: ClassVar[dict[str, str]] = {"layer_norm": "welford", "group_norm": "welford",
+                                      "rms_norm": "two-pass"}
+
+    def kernel_for(self, node: Node) -> Kernel:
+        how = self.hows.get(node.op.name)
+        if how is None:
+            return super().kernel_for(node)
+        from . import normalization_controls as controls
+
+        return functools.partial(getattr(controls, node.op.name), how=how)
+
+
+class ApproxRsqrtNormalizations(SequentialNormalizations):
+    """Sequential two-pass statistics in the operand dtype and a reciprocal square root
+    2 ulp above the correctly rounded one (an approximate hardware rsqrt): legal."""
+
+    hows: ClassVar[dict[str, str]] = dict.fromkeys(("layer_norm", "group_norm", "rms_norm"),
+                                                   "rsqrt-2ulp")
+
+
+__all__ += ["ApproxRsqrtNormalizations", "SequentialNormalizations"]

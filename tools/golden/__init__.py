@@ -65,7 +65,7 @@ def op_graphs(name: str, dialect: Dialect = CUDA) -> list[tuple[str, Graph]]:
                     for r in _sorted(dialect.dtypes)]
         elif name == "gelu":
             out += [(f"{d.value} approximate={a}", _single(name, [t], {"approximate": a}))
-                    for a in ("none", "tanh")]
+                    for a in ("none", "tanh", "quick")]
         elif name == "select":
             cond = TensorType(DType.bool, (4,), device)
             out.append((d.value, _single(name, [cond, t, t], {})))

@@ -34,8 +34,43 @@ def allgather(values: Sequence[TensorValue], axis: int = 0) -> list[TensorValue]
                       {"axis": axis}))
 
 
+def reducescatter_sum(values: Sequence[TensorValue], axis: int = 0) -> list[TensorValue]:
+    """One result per operand: chunk ``i`` along ``axis`` of the sum of all operands, on
+    operand ``i``'s device (DEV-7; MAX ``ops.reducescatter.sum`` without signal buffers)."""
+    return list(stage("reducescatter_sum",  # type: ignore[arg-type]
+                      _values("reducescatter_sum", values), {"axis": axis}))
+
+
+def _devices(op: str, devices: Sequence[DeviceRef]) -> tuple[DeviceRef, ...]:
+    if isinstance(devices, DeviceRef) or not isinstance(devices, Sequence):
+        raise GraphTypeError(f"{op}: expects a sequence of DeviceRef, got {devices!r} "
+                             f"[{op}.C1]")
+    return tuple(devices)
+
+
+def distributed_broadcast(input: TensorValue, devices: Sequence[DeviceRef]
+                          ) -> list[TensorValue]:
+    """One copy of ``input`` per device of ``devices``; ``input``'s device is the root
+    (DEV-8; MAX takes the devices of its signal buffers)."""
+    return list(stage("distributed_broadcast",  # type: ignore[arg-type]
+                      _values("distributed_broadcast", [input]),
+                      {"devices": _devices("distributed_broadcast", devices)}))
+
+
+def distributed_scatter(input_chunks: Sequence[TensorValue], devices: Sequence[DeviceRef]
+                        ) -> list[TensorValue]:
+    """One result per device: the chunk of its replica group, copied from the root (DEV-9;
+    MAX takes the devices of its signal buffers)."""
+    return list(stage("distributed_scatter",  # type: ignore[arg-type]
+                      _values("distributed_scatter", input_chunks),
+                      {"devices": _devices("distributed_scatter", devices)}))
+
+
 __all__ = [
     "allgather",
     "allreduce_sum",
+    "distributed_broadcast",
+    "distributed_scatter",
+    "reducescatter_sum",
     "transfer_to",
 ]

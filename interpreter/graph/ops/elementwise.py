@@ -210,3 +210,15 @@ __all__ = [
     "tanh",
     "trunc",
 ]
+
+
+# -- issue 19: activations ---------------------------------------------------------------
+def relu(x: TensorValue) -> TensorValue:
+    return stage1("relu", (x,))
+
+
+def atanh(x: TensorValue) -> TensorValue:
+    return stage1("atanh", (x,))
+
+
+__all__ += ["atanh", "relu"]

@@ -1,8 +1,11 @@
-"""numpy-style basic indexing normalized to per-axis (start, stop, step) triples.
+"""Indexing: numpy-style basic indexing normalized to per-axis (start, stop, step) triples,
+and the graph builders of the indexing ops (MAX ``ops`` names; ``registry/indexing.py``).
 
 spec/indexing.md: INDEX-1 (bounds-checked ints), INDEX-2 (slices clamp as numpy), INDEX-3
 (Ellipsis, None, too many indices), INDEX-4 (unsupported index kinds), SLICE-1 (the
-canonical triple).
+canonical triple). The basic-indexing helpers (``expand_index``, ``canonical_triple``,
+``slice_triples``, ``result_shape``) are imported by name by the shape and buffer builders;
+``__all__`` lists the builders only (``ops`` re-exports them).
 """
 
 from __future__ import annotations
@@ -10,11 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import GraphIndexError, GraphShapeError, GraphTypeError
-from ...validators import is_int
+from ...validators import axis_problem, is_int
+from ..core import TensorValue
+from .staging import stage, stage1
 
 Triple = tuple[int | None, int | None, int]
 
-__all__ = ["canonical_triple", "expand_index", "result_shape", "slice_triples"]
 
 
 def expand_index(op: str, rank: int, index: Any) -> list[Any]:
@@ -99,3 +103,87 @@ def result_shape(shape: tuple[int, ...], index: Any, region: tuple[int, ...]
             out.append(region[axis])
         axis += 1
     return tuple(out)
+
+
+# -- builders of the indexing ops (spec/ops/gather_nd.md ... argsort.md) ------------------------
+def _axis_attr(x: TensorValue, axis: Any) -> Any:
+    """A valid axis normalized to [0, rank); an invalid one passed on for the type rule."""
+    return int(axis) % x.rank if axis_problem(axis, x.rank, numpy_ints=True) is None else axis
+
+
+def gather_nd(x: TensorValue, indices: TensorValue, batch_dims: int = 0) -> TensorValue:
+    """Slices of ``x`` picked by the index vectors on the last axis of ``indices``, after
+    ``batch_dims`` leading dims both share; out-of-range vectors read unspecified values."""
+    return stage1("gather_nd", (x, indices), {"batch_dims": batch_dims})
+
+
+def gather_sum(x: TensorValue, indices: TensorValue) -> TensorValue:
+    """``result[i, 0, :] = sum_j x[indices[i, j], :]`` (MAX's ``mo.gather_sum``)."""
+    return stage1("gather_sum", (x, indices))
+
+
+def scatter_nd(x: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
+    """Copy of ``x`` with the slice at each index vector overwritten by its updates."""
+    return stage1("scatter_nd", (x, updates, indices))
+
+
+def scatter_add(x: TensorValue, updates: TensorValue, indices: TensorValue, axis: int = -1
+                ) -> TensorValue:
+    """``scatter`` that adds: every update at a target is summed into it."""
+    return stage1("scatter_add", (x, updates, indices), {"axis": _axis_attr(x, axis)})
+
+
+def scatter_max(x: TensorValue, updates: TensorValue, indices: TensorValue, axis: int = -1
+                ) -> TensorValue:
+    """``scatter`` keeping the largest of the target and every update at it."""
+    return stage1("scatter_max", (x, updates, indices), {"axis": _axis_attr(x, axis)})
+
+
+def scatter_min(x: TensorValue, updates: TensorValue, indices: TensorValue, axis: int = -1
+                ) -> TensorValue:
+    """``scatter`` keeping the smallest of the target and every update at it."""
+    return stage1("scatter_min", (x, updates, indices), {"axis": _axis_attr(x, axis)})
+
+
+def scatter_mul(x: TensorValue, updates: TensorValue, indices: TensorValue, axis: int = -1
+                ) -> TensorValue:
+    """``scatter`` that multiplies: the target times every update at it."""
+    return stage1("scatter_mul", (x, updates, indices), {"axis": _axis_attr(x, axis)})
+
+
+def scatter_nd_add(x: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
+    return stage1("scatter_nd_add", (x, updates, indices))
+
+
+def scatter_nd_max(x: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
+    return stage1("scatter_nd_max", (x, updates, indices))
+
+
+def scatter_nd_min(x: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
+    return stage1("scatter_nd_min", (x, updates, indices))
+
+
+def scatter_nd_mul(x: TensorValue, updates: TensorValue, indices: TensorValue) -> TensorValue:
+    return stage1("scatter_nd_mul", (x, updates, indices))
+
+
+def argsort(x: TensorValue, ascending: bool = True) -> TensorValue:
+    """int64 indices sorting the rank-1 ``x`` (stable; NaN the largest)."""
+    (order,) = stage("argsort", (x,), {"ascending": ascending})
+    return order  # type: ignore[return-value]
+
+
+__all__ = [
+    "argsort",
+    "gather_nd",
+    "gather_sum",
+    "scatter_add",
+    "scatter_max",
+    "scatter_min",
+    "scatter_mul",
+    "scatter_nd",
+    "scatter_nd_add",
+    "scatter_nd_max",
+    "scatter_nd_min",
+    "scatter_nd_mul",
+]

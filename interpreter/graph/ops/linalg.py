@@ -1,6 +1,9 @@
-"""Linear-algebra graph-building functions (MAX ``ops`` names; spec/ops/matmul.md)."""
+"""Linear-algebra graph-building functions (MAX ``ops`` names; spec/ops/matmul.md,
+spec/ops/band_part.md)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from ...errors import GraphTypeError
 from ...promotion import broadcast_shapes
@@ -40,4 +43,15 @@ def matmul(lhs: TensorValue, rhs: TensorValue) -> TensorValue:
     return out
 
 
-__all__ = ["matmul"]
+def band_part(x: TensorValue, num_lower: int | None = None, num_upper: int | None = None,
+              exclude: bool = False) -> TensorValue:
+    """Keep the band ``-num_lower <= column - row <= num_upper`` of each matrix in the last
+    two axes (``None`` or -1: no limit on that side), zero the rest (or, with ``exclude``,
+    the band)."""
+    attrs = {"num_lower": -1 if num_lower is None else num_lower,
+             "num_upper": -1 if num_upper is None else num_upper, "exclude": exclude}
+    return stage1("band_part", (x,), {k: int(v) if isinstance(v, np.integer) else v
+                                      for k, v in attrs.items()})
+
+
+__all__ = ["band_part", "matmul"]

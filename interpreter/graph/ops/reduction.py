@@ -82,9 +82,16 @@ def top_k(x: TensorValue, k: int, axis: int = -1) -> tuple[TensorValue, TensorVa
     return values, indices  # type: ignore[return-value]
 
 
+def bottom_k(x: TensorValue, k: int, axis: int = -1) -> tuple[TensorValue, TensorValue]:
+    """The ``k`` smallest elements along ``axis`` (ascending) and their int64 indices."""
+    values, indices = stage("bottom_k", (x,), {"k": k, "axis": axis})
+    return values, indices  # type: ignore[return-value]
+
+
 __all__ = [
     "argmax",
     "argmin",
+    "bottom_k",
     "cumsum",
     "logsoftmax",
     "max",

@@ -64,18 +64,14 @@ def reshape(x: TensorValue, shape: Sequence[int]) -> TensorValue:
 
 
 def squeeze(x: TensorValue, axis: int) -> TensorValue:
-    """Remove axis ``axis``, which must have size 1 (reshape.C2)."""
-    a = _axis("squeeze", x, axis)
-    if x.shape[a] != 1:
-        raise GraphShapeError(f"squeeze: axis {axis} of {x.type} has size {x.shape[a]}, not 1 "
-                              "[reshape.C2]")
-    return reshape(x, x.shape[:a] + x.shape[a + 1:])
+    """Remove axis ``axis`` (negative counts from the end), which must have length 1."""
+    return stage1("squeeze", (x,), {"axis": _soft_axis(x, axis)})
 
 
 def unsqueeze(x: TensorValue, axis: int) -> TensorValue:
-    """Insert a size-1 axis at position ``axis`` in [-(rank+1), rank+1) (AXIS-2)."""
-    a = _axis("unsqueeze", x, axis, x.rank + 1, "AXIS-2")
-    return reshape(x, (*x.shape[:a], 1, *x.shape[a:]))
+    """Insert a length-1 axis at position ``axis`` in [-(rank+1), rank+1) (AXIS-2)."""
+    valid = axis_problem(axis, x.rank + 1, numpy_ints=True) is None
+    return stage1("unsqueeze", (x,), {"axis": int(axis) % (x.rank + 1) if valid else axis})
 
 
 def flatten(x: TensorValue, start_dim: int = 0, end_dim: int = -1) -> TensorValue:
@@ -161,10 +157,11 @@ def where(condition: Any, x: Any, y: Any) -> TensorValue:
     return stage1("select", (condition, x, y))
 
 
-def pad(x: TensorValue, paddings: Sequence[Any], value: bool | int | float = 0
-        ) -> TensorValue:
-    """Constant padding: ``paddings`` is one ``(lo, hi)`` pair per axis or MAX's flat
-    ``[lo0, hi0, lo1, hi1, ...]``."""
+def pad(x: TensorValue, paddings: Sequence[Any], mode: str = "constant",
+        value: bool | int | float = 0) -> TensorValue:
+    """Pad with ``value`` (``mode="constant"``), a reflection (``"reflect"``) or the edge
+    elements (``"edge"``): ``paddings`` is one ``(lo, hi)`` pair per axis or MAX's flat
+    ``[lo0, hi0, lo1, hi1, ...]`` (MAX's signature: ``mode`` before ``value``)."""
     items = list(paddings)
     if all(isinstance(p, int | np.integer) for p in items):
         if len(items) != 2 * x.rank:
@@ -175,7 +172,7 @@ def pad(x: TensorValue, paddings: Sequence[Any], value: bool | int | float = 0
                   for p in items)
     if isinstance(value, np.generic):
         value = value.item()
-    return stage1("pad", (x,), {"paddings": pairs, "value": value})
+    return stage1("pad", (x,), {"paddings": pairs, "value": value, "mode": mode})
 
 
 def tile(x: TensorValue, repeats: Sequence[int]) -> TensorValue:

@@ -16,6 +16,14 @@ o0 = ec_f2h(t0);
 const float a0 = ec_h2f(x0);
 const float t0 = ec_dh(ec_gelu_tanh((double)a0));
 o0 = ec_f2h(t0);
+// == gelu float16 approximate=quick ==
+// kernel ec_fused_bc3053494b178493
+// in:  uint16 x0
+// out: uint16 o0
+// options: --fmad=false
+const float a0 = ec_h2f(x0);
+const float t0 = ec_dh(ec_gelu_quick((double)a0));
+o0 = ec_f2h(t0);
 // == gelu float32 approximate=none ==
 // kernel ec_fused_c0b40c08f1a0d51c
 // in:  float32 x0
@@ -32,6 +40,14 @@ o0 = t0;
 const float a0 = x0;
 const float t0 = (float)(ec_gelu_tanh((double)a0));
 o0 = t0;
+// == gelu float32 approximate=quick ==
+// kernel ec_fused_f43888d1b1fbf715
+// in:  float32 x0
+// out: float32 o0
+// options: --fmad=false
+const float a0 = x0;
+const float t0 = (float)(ec_gelu_quick((double)a0));
+o0 = t0;
 // == gelu float64 approximate=none ==
 // kernel ec_fused_9d854d2cb2527320
 // in:  float64 x0
@@ -47,4 +63,12 @@ o0 = t0;
 // options: --fmad=false
 const double a0 = x0;
 const double t0 = (ec_gelu_tanh((double)a0));
+o0 = t0;
+// == gelu float64 approximate=quick ==
+// kernel ec_fused_39729fa8fed2966b
+// in:  float64 x0
+// out: float64 o0
+// options: --fmad=false
+const double a0 = x0;
+const double t0 = (ec_gelu_quick((double)a0));
 o0 = t0;
