@@ -255,7 +255,7 @@ class SequentialNormalizations(PatchedInterpreter):
         how = self.hows.get(node.op.name)
         if how is None:
             return super().kernel_for(node)
-        from . import normalization_controls as controls
+        from tests.ops import normalization_controls as controls
 
         return functools.partial(getattr(controls, node.op.name), how=how)
 
