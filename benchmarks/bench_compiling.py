@@ -29,7 +29,7 @@ from benchmarks.timing import best_of
 from interpreter.executor import InterpreterExecutor
 from reference_executors import compiling_native
 from reference_executors.compiling import NATIVE_MIN, CompilingExecutor
-from tests.reference_executors.graphs import chain16, chain_n, mlp, mlp_inputs
+from tests.executors.graphs import chain16, chain_n, mlp, mlp_inputs
 
 N_FULL = 4 * 1024 * 1024
 

@@ -28,8 +28,8 @@ from interpreter.dtype import DType
 from interpreter.errors import ExecutorUnavailableError
 from interpreter.graph import DeviceRef, Graph, TensorType, ops
 from reference_executors.gpu import CupyExecutor
-from tests.reference_executors.gpu_graphs import on_device
-from tests.reference_executors.graphs import chain16, mlp, mlp_inputs
+from tests.executors.gpu_graphs import on_device
+from tests.executors.graphs import chain16, mlp, mlp_inputs
 
 cp = pytest.importorskip("cupy", reason="CuPy not installed")
 try:

@@ -21,8 +21,8 @@ float ``floor_div``/``mod``/``pow`` are computed in double and rounded once (the
 NUM-4. An entry may also carry the op's byte-exact numpy ``out=`` form for the compiling
 executor's numpy tier (``numpy_out``), where the registry kernel is not a ufunc.
 
-Adding an elementwise op to both backends is one entry here; ``python -m
-tests.reference_executors.golden --update`` then writes its golden sources for review.
+Adding an elementwise op to both backends is one entry here; ``python -m tools.golden
+--update`` then writes its golden sources for review.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """CUDA source for the GPU executor: one ``cupy.ElementwiseKernel`` per fused group (GPU-5..8).
 
 Pure string generation (no CuPy import), so the sources are checked on machines without a
-GPU against reviewed golden files (``tests/reference_executors/golden/cuda/``). What each op
+GPU against reviewed golden files (``tests/executors/golden/cuda/``). What each op
 computes is the C emitter's CUDA dialect (``c_emitter``: per-op numerics, NaN, signed
 zeros, wrap-around, the type map); this module writes the kernel around it.
 

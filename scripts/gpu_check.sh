@@ -9,7 +9,7 @@
 #   1. install the package with the `test` and `gpu` extras into .venv (reused if present;
 #      WHEELHOUSE=dir installs offline from wheels fetched beforehand with
 #      `pip download 'cupy-cuda12x>=13' -d dir` on a connected machine)
-#   2. the GPU unit tests (tests/reference_executors/test_gpu_*.py)
+#   2. the GPU unit tests (tests/executors/test_gpu_*.py)
 #   3. the GPU benchmarks (benchmarks/bench_gpu.py; ratios in bench.json)
 #   4. the conformance suite against reference_executors.gpu:CupyExecutor, -n 4
 #      (JSON + HTML report in conformance-report.*)
@@ -62,7 +62,7 @@ PY
 log "versions: $(last "$OUT/versions.txt" 3)"
 
 # 2. GPU unit tests (skips say why)
-timeout "${T_UNIT:-150}" python -m pytest tests/reference_executors/test_gpu_*.py \
+timeout "${T_UNIT:-150}" python -m pytest tests/executors/test_gpu_*.py \
     -p no:xdist -q -rs > "$OUT/unit.log" 2>&1
 log "unit tests rc=$? $(last "$OUT/unit.log")"
 

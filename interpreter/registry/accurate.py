@@ -4,7 +4,7 @@ float64 has no wider type, so where a formula loses accuracy the lost part is ca
 explicitly: double-double products (Dekker's exact ``two_prod``) for arguments whose rounding
 error a steep exp or erfc would amplify, and ``exp(t) = h * h`` with ``h = exp(t / 2)`` where
 ``exp(t)`` itself would be subnormal (few bits) while the result is not. Measured against
-mpmath by tests/test_oracle.py (NUM-14); spec/numerics.md NUM-16 explains each region.
+mpmath by tests/ops/test_oracle.py (NUM-14); spec/numerics.md NUM-16 explains each region.
 """
 
 from __future__ import annotations

@@ -34,8 +34,8 @@ from interpreter.selection import PreferInterpreterExecutor, build_executor
 from interpreter.testing import assert_same, build, run
 from reference_executors.compiling import CompilingExecutor
 from reference_executors.jit import JitExecutor
+from tests.executors.fakes import WAIT_S, FakeCompiler
 from tests.frontend.helpers import Counting, f32
-from tests.reference_executors.fakes import WAIT_S, FakeCompiler
 
 
 @pytest.fixture

@@ -468,7 +468,7 @@ UNARY_REF: dict[str, Callable[[float], float]] = {
 
 
 def _oracle64(name: str, x: float) -> float:
-    from tests.oracle import exact, round_mpf
+    from tests.ops.oracle import exact, round_mpf
     return round_mpf(exact(name, [x], {"approximate": "none"} if name == "gelu" else {}),
                      np.dtype(np.float64))
 

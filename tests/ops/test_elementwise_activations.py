@@ -54,7 +54,7 @@ def test_atanh_within_its_budget(dtype: DType) -> None:
                         (1 - np.logspace(-1, -7, 40)).astype(dtype.to_numpy())])
     got = run(lambda v: ops.atanh(v), x)
     if dtype is DType.float64:  # math.atanh is itself up to an ulp off: the oracle
-        from tests.oracle import exact, round_mpf
+        from tests.ops.oracle import exact, round_mpf
         want = np.array([round_mpf(exact("atanh", [v]), np.dtype(np.float64))
                          for v in pyf(x)])
     else:
@@ -89,7 +89,7 @@ def test_gelu_quick_within_its_budget(dtype: DType) -> None:
                         np.linspace(-60, 8, 137).astype(dtype.to_numpy())])
     got = run(lambda v: ops.gelu(v, approximate="quick"), x)
     if dtype is DType.float64:  # 1.702 * x rounds in float64: the oracle
-        from tests.oracle import exact, round_mpf
+        from tests.ops.oracle import exact, round_mpf
         want = np.array([round_mpf(exact("gelu", [v], {"approximate": "quick"}),
                                    np.dtype(np.float64)) for v in pyf(x)])
     else:  # the float64 formula's error (~|1.702 x| * 2**-53) is far below a float32 ulp

@@ -25,9 +25,9 @@ from tests.ops.test_convolution import attrs as conv_attrs
 from tests.ops.test_convolution import conv_terms, transpose_terms
 from tests.ops.test_pooling import attrs as pool_attrs
 from tests.ops.test_pooling import window_values
-from tests.test_tolerance_bounds import DT_IDS, DTYPES, farthest, ref, step
+from tests.ops.test_tolerance_bounds import DT_IDS, DTYPES, farthest, ref, step
 
-#: the ops whose REDUCE-6 bounds this module checks (tests/test_tolerance_bounds.py reads it)
+#: the ops whose REDUCE-6 bounds this module checks (tests/ops/test_tolerance_bounds.py reads it)
 TOLERANCE_OPS = frozenset({"conv2d", "conv3d", "conv2d_transpose", "avg_pool2d"})
 NAN, INF = float("nan"), float("inf")
 Case = tuple[str, list[np.ndarray], dict[str, Any]]

@@ -20,7 +20,7 @@ import pytest
 from conformance.compare import compare_op
 from interpreter.registry import get_op
 from tests.ops.test_devices import reducescatter_n_m
-from tests.test_tolerance_bounds import DT_IDS, DTYPES, farthest, step
+from tests.ops.test_tolerance_bounds import DT_IDS, DTYPES, farthest, step
 
 OP = get_op("reducescatter_sum")
 ALL_DTYPES = [*DTYPES, np.dtype(np.float64)]

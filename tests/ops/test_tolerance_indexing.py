@@ -17,9 +17,9 @@ import pytest
 
 from conformance.compare import compare_op
 from interpreter.registry import get_op
-from tests.test_tolerance_bounds import DT_IDS, DTYPES, _variants, farthest, ref, step
+from tests.ops.test_tolerance_bounds import DT_IDS, DTYPES, _variants, farthest, ref, step
 
-#: the non-exact ops whose bound tests live here (``tests/test_tolerance_bounds.py`` counts
+#: the non-exact ops whose bound tests live here (``tests/ops/test_tolerance_bounds.py`` counts
 #: them as covered)
 TOLERANCE_OPS = frozenset({"scatter_add", "scatter_nd_add", "scatter_mul", "scatter_nd_mul",
                      "gather_sum"})

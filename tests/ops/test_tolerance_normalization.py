@@ -1,5 +1,5 @@
 """The normalizations' REDUCE-6 bounds (REDUCE-8) against a float64 oracle on adversarial
-inputs, with the legal-but-different controls of ``tests/normalization_controls.py``.
+inputs, with the legal-but-different controls of ``tests/ops/normalization_controls.py``.
 
 For every op, dtype (float32, float16, bfloat16) and adversarial input (large n with a
 large mean: cancellation; a large first element followed by terms that each round the
@@ -22,11 +22,11 @@ import pytest
 
 from conformance.compare import compare_op
 from interpreter.registry import get_op
-from tests import normalization_controls as controls
-from tests.test_tolerance_bounds import DT_IDS, DTYPES, farthest, step
+from tests.ops import normalization_controls as controls
+from tests.ops.test_tolerance_bounds import DT_IDS, DTYPES, farthest, step
 
 OPS = ("layer_norm", "rms_norm", "group_norm")
-TOLERANCE_OPS = frozenset(OPS)  # collected by tests/test_tolerance_bounds.family_ops
+TOLERANCE_OPS = frozenset(OPS)  # collected by tests/ops/test_tolerance_bounds.family_ops
 #: group size per dtype where a sequential sum can stay in one binade (n * eps < 1)
 LONG = {np.dtype(np.float32): 4096, np.dtype(np.float16): 512, np.dtype(ml_dtypes.bfloat16): 64}
 Case = tuple[str, list[np.ndarray], dict[str, Any]]
@@ -269,7 +269,7 @@ def test_bound_is_the_table_formula_edge_passes_one_step_more_fails(dtype: np.dt
 def test_legal_control_executors_pass_the_suite(control: str, tmp_path: Any) -> None:
     """Welford / sequential sums in the operand dtype, or a 2-ulp rsqrt, on every
     normalization cell of float32 and bfloat16 (accumulated in bfloat16)."""
-    from tests.suite_runner import VENDOR, run_suite
+    from tests.suite.suite_runner import VENDOR, run_suite
 
     run = run_suite(tmp_path, f"{VENDOR}:{control}", ["test_ops.py"],
                     "test_op and (layer_norm or rms_norm or group_norm) and "

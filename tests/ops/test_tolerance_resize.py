@@ -23,9 +23,9 @@ import pytest
 from conformance.compare import compare_op
 from interpreter.registry import get_op
 from tests.ops.test_resize import coord, keys, py_resize
-from tests.test_tolerance_bounds import farthest, step
+from tests.ops.test_tolerance_bounds import farthest, step
 
-#: the ops whose REDUCE-6 bounds this module checks (``tests/test_tolerance_bounds.family_ops``)
+#: the ops whose REDUCE-6 bounds this module checks (``tests/ops/test_tolerance_bounds.family_ops``)
 TOLERANCE_OPS = frozenset({"resize_linear", "resize_bicubic"})
 
 BF16 = np.dtype(ml_dtypes.bfloat16)

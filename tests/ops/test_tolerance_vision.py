@@ -18,8 +18,8 @@ import pytest
 from conformance.compare import compare_op
 from interpreter.registry import get_op
 from interpreter.testing.sampling import RandomArgSource
+from tests.ops.test_tolerance_bounds import DT_IDS, DTYPES, farthest, step
 from tests.ops.test_vision import roi_align_loops, roi_bins
-from tests.test_tolerance_bounds import DT_IDS, DTYPES, farthest, step
 
 OP = get_op("roi_align")
 ALL_DTYPES = [*DTYPES, np.dtype(np.float64)]

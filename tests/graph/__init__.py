@@ -1,0 +1,1 @@
+"""Tests of the graph IR (interpreter/graph/, types, dtypes, promotion, validators, fp)."""

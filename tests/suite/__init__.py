@@ -1,0 +1,1 @@
+"""Tests of the conformance suite itself (conformance/), with the executors it must judge."""

@@ -1,0 +1,348 @@
+"""Diagnosis of divergences (CONF-40): each platform effect of ``tests/suite/broken_executors.py``
+is named by its class, and only by it, on a small hand-built graph that shows it; declared
+classes explain exactly the failures they reproduce (CONF-41)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, ClassVar
+
+import ml_dtypes
+import numpy as np
+import pytest
+from _pytest.outcomes import Failed
+
+from conformance import diagnosis, expectations
+from conformance.artifacts import ArtifactDir
+from conformance.diagnosis import CLASSES, annotate, diagnose, explained_by, format_findings
+from conformance.differential import Verdict, check_case
+from conformance.expectations import Deviation, declared_deviations
+from conformance.harness import Harness
+from conformance.strategies import Case
+from interpreter.dtype import DType
+from interpreter.executor import InterpreterExecutor
+from interpreter.graph import ops
+from interpreter.graph.core import Graph, TensorValue
+from interpreter.types import TensorType
+from tests.suite.broken_executors import (
+    DoubleRoundingCast,
+    Float16ChainInFloat32,
+    FlushToZero,
+    FlushToZeroSignBug,
+    FusedMultiplyAdd,
+    NaNIgnoringMaximum,
+    OverflowingSigmoid,
+    PatchedInterpreter,
+    RoundHalfAwayFromZero,
+    SaturatingInt8Negate,
+    TruncatingFloorDiv,
+    WrongOutputDtype,
+)
+
+REF = InterpreterExecutor()
+F16, F32, F64 = np.float16, np.float32, np.float64
+
+
+def _graph(dtypes: list[DType], n: int, body: Callable[..., Any]) -> Graph:
+    types = [TensorType(d, (n,)) for d in dtypes]
+    with Graph("diag", input_types=types) as g:
+        args = [v for v in g.inputs if isinstance(v, TensorValue)]
+        out = body(*args)
+        g.output(*(out if isinstance(out, tuple) else (out,)))
+    return g
+
+
+def _fail(g: Graph, inputs: list[np.ndarray], executor: Any) -> tuple[Case, Verdict]:
+    case = Case(g, inputs)
+    v = check_case(case, executor, REF)
+    assert not v.ok, "the executor must fail this case"
+    return case, v
+
+
+def _classes(g: Graph, inputs: list[np.ndarray], executor: Any) -> list[str]:
+    case, v = _fail(g, inputs, executor)
+    return [f.cls for f in diagnose(case.graph, case.inputs, v.expected, v.actual)]
+
+
+@pytest.mark.spec("CONF-40", "NUM-11")
+def test_flushed_subnormals_are_ftz() -> None:
+    g = _graph([DType.float32] * 2, 3, lambda x, y: ops.add(x, y))
+    x = np.array([2.0**-130, 1 + 2.0**-20, -(2.0**-140)], F32)
+    y = np.array([0.0, 0.0, 0.0], F32)
+    assert _classes(g, [x, y], FlushToZero()) == ["ftz"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-12")
+def test_contracted_float64_multiply_add_is_fma() -> None:
+    g = _graph([DType.float64] * 3, 2, lambda a, b, c: ops.add(ops.mul(a, b), c))
+    a = np.array([1 + 2.0**-30, 2.0], F64)
+    b = np.array([1 - 2.0**-30, 3.0], F64)
+    c = np.array([-1.0, 1.0], F64)
+    assert _classes(g, [a, b, c], FusedMultiplyAdd()) == ["fma"]
+    g2 = _graph([DType.float64] * 3, 2, lambda a, b, c: ops.sub(c, ops.mul(a, b)))
+    assert _classes(g2, [a, b, -c], FusedMultiplyAdd()) == ["fma"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-12")
+def test_float16_chain_kept_in_float32_is_excess_precision() -> None:
+    g = _graph([DType.float16] * 3, 2, lambda x, y, z: ops.add(ops.add(x, y), z))
+    x = np.array([1.0, 2.0], F16)
+    y = np.array([2.0**-11, 0.0], F16)
+    assert _classes(g, [x, y, y.copy()], Float16ChainInFloat32()) == ["excess-precision"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-4")
+def test_float64_to_float16_through_float32_is_double_rounding() -> None:
+    g = _graph([DType.float64], 2, lambda x: ops.cast(x, DType.float16))
+    x = np.array([1 + 2.0**-11 + 2.0**-40, 3.0], F64)
+    assert _classes(g, [x], DoubleRoundingCast()) == ["double-rounding"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-8")
+def test_nan_ignoring_maximum_is_nan_dropped() -> None:
+    g = _graph([DType.float32] * 2, 3, lambda x, y: ops.maximum(x, y))
+    x = np.array([np.nan, 1.0, 2.0], F32)
+    y = np.array([1.0, np.nan, -2.0], F32)
+    assert _classes(g, [x, y], NaNIgnoringMaximum()) == ["nan-dropped"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-2")
+def test_saturating_int8_negate_is_int_saturation() -> None:
+    g = _graph([DType.int8], 3, lambda x: ops.negate(x))
+    assert _classes(g, [np.array([-128, 5, 0], np.int8)], SaturatingInt8Negate()) == [
+        "int-saturation"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-3", "NUM-9")
+def test_half_away_round_and_truncating_division_are_rounding_mode() -> None:
+    g = _graph([DType.float32], 3, lambda x: ops.round(x))
+    assert _classes(g, [np.array([2.5, -0.5, 1.25], F32)], RoundHalfAwayFromZero()) == [
+        "rounding-mode"]
+    g2 = _graph([DType.int32] * 2, 2, lambda a, b: ops.floor_div(a, b))
+    ints = [np.array([-7, 8], np.int32), np.array([2, 3], np.int32)]
+    assert _classes(g2, ints, TruncatingFloorDiv()) == ["rounding-mode"]
+
+
+class _PlusZero(PatchedInterpreter):
+    overrides: ClassVar[dict[str, Any]] = {"mul": lambda a, b: np.multiply(a, b) + 0.0}
+
+
+class _DivInHalf(PatchedInterpreter):
+    overrides: ClassVar[dict[str, Any]] = {
+        "div": lambda a, b: (a.astype(F16) / b.astype(F16)).astype(a.dtype)}
+
+
+class _SloppyExp(PatchedInterpreter):
+    overrides: ClassVar[dict[str, Any]] = {
+        "exp": lambda x: (np.exp(x.astype(F64)) * (1 + 2.0**-12)).astype(x.dtype)}
+
+
+@pytest.mark.spec("CONF-40", "NUM-9")
+def test_lost_zero_sign_and_float16_arithmetic() -> None:
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.mul(x, y))
+    xy = [np.array([-1.0, 3.0], F32), np.array([0.0, 2.0], F32)]
+    assert _classes(g, xy, _PlusZero()) == ["signed-zero"]
+    g2 = _graph([DType.float32] * 2, 2, lambda x, y: ops.div(x, y))
+    xy = [np.array([1.0, 2.0], F32), np.array([3.0, 7.0], F32)]
+    assert _classes(g2, xy, _DivInHalf()) == ["reduced-precision"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-7")
+def test_transcendental_beyond_budget_gives_the_ulp_error() -> None:
+    g = _graph([DType.float32], 2, lambda x: ops.exp(x))
+    case, v = _fail(g, [np.array([0.0, -0.0], F32)], _SloppyExp())  # 1 + 2**-12
+    (f,) = diagnose(case.graph, case.inputs, v.expected, v.actual)
+    assert f.cls == "transcendental" and f.rule == "NUM-7"
+    assert "exp [float32] is off by up to 2048 ULP (budget 2 ULP" in f.detail
+
+
+@pytest.mark.spec("CONF-40", "NUM-7")
+def test_transcendental_nan_where_defined_is_named() -> None:
+    g = _graph([DType.float64], 2, lambda x: ops.sigmoid(x))
+    case, v = _fail(g, [np.array([800.0, 0.0], F64)], OverflowingSigmoid())
+    (f,) = diagnose(case.graph, case.inputs, v.expected, v.actual)
+    assert (f.cls, f.detail) == ("transcendental", "sigmoid [float64] differs in NaN-ness "
+                                 "from the reference in 1 elements (NaN where the function "
+                                 "is defined, or a number where it is NaN)")
+
+
+@pytest.mark.spec("CONF-40")
+def test_an_unexplained_failure_says_so() -> None:
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.add(x, y))
+    xy = [np.array([-1.0, 2.0], F32), np.array([-2.0, 1.0], F32)]
+    case, v = _fail(g, xy, FlushToZeroSignBug())
+    found = diagnose(case.graph, case.inputs, v.expected, v.actual)
+    assert found == []
+    assert format_findings(found).startswith("diagnosis: unexplained: no known platform "
+                                             "effect reproduces these results (checked: ftz,")
+
+
+@pytest.mark.spec("CONF-41")
+def test_declared_ftz_explains_flushing_but_not_a_sign_bug() -> None:
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.add(x, y))
+    ex = FlushToZeroSignBug()
+    flush = [np.array([2.0**-130, 1.0], F32), np.array([0.0, 1.0], F32)]
+    case, v = _fail(g, flush, ex)
+    assert explained_by(case.graph, case.inputs, v.actual, ["ftz"])
+    assert not explained_by(case.graph, case.inputs, v.actual, ["fma"])
+    both = [np.array([2.0**-130, -1.0], F32), np.array([0.0, -1.0], F32)]
+    case, v = _fail(g, both, ex)
+    assert not explained_by(case.graph, case.inputs, v.actual, ["ftz"])
+    assert "transcendental" in CLASSES and "ftz" in CLASSES
+
+
+@pytest.mark.spec("CONF-40", "NUM-4")
+def test_bfloat16_double_rounding_matches_ml_dtypes() -> None:
+    """The double-rounding variant of a float64 -> bfloat16 cast (through float32) differs
+    from the reference's single rounding, and is diagnosed as such.  The expected values are
+    spelled out, not taken from ml_dtypes' float64 cast, whose rounding changed in 0.7."""
+    g = _graph([DType.float64], 1, lambda x: ops.cast(x, DType.bfloat16))
+    x = np.array([1 + 2.0**-8 + 2.0**-30], F64)
+    case, v = _fail(g, [x], DoubleRoundingCast())
+    assert v.actual["out0"][0] == x.astype(F32).astype(ml_dtypes.bfloat16)[0] == 1.0
+    assert v.expected["out0"][0] == 1 + 2.0**-7  # one rounding: just above the tie, rounds up
+    assert [f.cls for f in diagnose(case.graph, case.inputs, v.expected, v.actual)] == [
+        "double-rounding"]
+
+
+def _request(tmp: Path, classes: list[str]) -> Any:
+    node = SimpleNamespace(user_properties=[], nodeid="test_op[add-float32-general]",
+                           config=SimpleNamespace(stash={
+                               expectations._DEVIATIONS: [Deviation(classes)]}))
+    return SimpleNamespace(node=node)
+
+
+@pytest.mark.spec("CONF-41", "CONF-42")
+def test_a_declared_deviation_is_counted_and_the_cell_goes_on_to_fail_on_a_bug(
+        tmp_path: Path) -> None:
+    """FTZ declared: the flushing example is a deviation (no failure, counted), and the next
+    example of the same cell, a sign bug, still fails, unexplained."""
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.add(x, y))
+    req = _request(tmp_path, ["ftz"])
+    h = Harness(req, FlushToZeroSignBug(), REF, ArtifactDir(tmp_path, "t", "x"), "add",
+                op="add", dtype="float32", shape_class="general")
+    flush = [np.array([2.0**-130, 1.0], F32), np.array([0.0, 1.0], F32)]
+    assert not h.check(Case(g, flush)).ok
+    assert (h.deviations, h.deviated) == (1, ["ftz"])
+    with pytest.raises(Failed) as info:
+        h.check(Case(g, [np.array([-1.0, 1.0], F32), np.array([-2.0, 1.0], F32)]))
+    assert "diagnosis: unexplained" in str(info.value)
+    (meta,) = [v for k, v in req.node.user_properties if k == "conformance"]
+    assert meta["deviations"] == ["ftz"] and meta["diagnosis"] == []
+
+
+@pytest.mark.spec("CONF-41", "CONF-42")
+def test_a_cell_with_only_declared_deviations_reports_deviation(tmp_path: Path) -> None:
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.add(x, y))
+    req = _request(tmp_path, ["nan-dropped", "ftz"])
+    h = Harness(req, FlushToZero(), REF, ArtifactDir(tmp_path, "t", "x"), "add",
+                op="add", dtype="float32", shape_class="general")
+    h.check(Case(g, [np.array([2.0**-130, 1.0], F32), np.array([0.0, 1.0], F32)]))
+    h.check(Case(g, [np.array([3.0, 1.0], F32), np.array([0.0, 1.0], F32)]))  # passes
+    h.finish()
+    (meta,) = [v for k, v in req.node.user_properties if k == "conformance"]
+    assert meta["outcome"] == "deviation" and meta["deviations"] == ["ftz"]
+    assert meta["deviation_examples"] == 1 and meta["examples"] == 2
+
+
+@pytest.mark.spec("CONF-41")
+@pytest.mark.parametrize(("text", "error"), [
+    ('deviations = ["flush"]', "unknown deviation classes ['flush']"),
+    ('deviations = []', "non-empty list"),
+    ('[[deviation]]\nop = "add"', "exactly one of 'class', 'classes'"),
+    ('[[deviation]]\nclass = "ftz"\nops = "add"', "exactly one of 'class', 'classes'"),
+])
+def test_bad_deviation_declarations_are_usage_errors(tmp_path: Path, text: str,
+                                                     error: str) -> None:
+    f = tmp_path / "x.toml"
+    f.write_text(text + "\n")
+    expectations.load(f)  # the [[xfail]] side accepts the file
+    with pytest.raises(pytest.UsageError, match=re.escape(error)):
+        expectations.load_deviations(f)
+
+
+@pytest.mark.spec("CONF-41")
+def test_deviation_selectors() -> None:
+    f = SimpleNamespace
+    d = Deviation(["fma"], test="*graph*", op="add", dtype="float64")
+    assert d.matches("conformance/test_graphs.py::test_graph[x]", "add", "float64")
+    assert not d.matches("conformance/test_graphs.py::test_graph[x]", "add", "float32")
+    assert not d.matches("conformance/test_ops.py::test_op[add]", "add", "float64")
+    req = f(node=f(nodeid="n", config=f(stash={expectations._DEVIATIONS: [
+        Deviation(["ftz"]), Deviation(["fma", "ftz"], op="mul")]})))
+    assert declared_deviations(req, "mul", "float64") == ["ftz", "fma"]
+    assert declared_deviations(req, "add", "float64") == ["ftz"]
+
+
+@pytest.mark.spec("CONF-40")
+def test_a_dtype_failure_gets_no_diagnosis_and_a_raising_diagnosis_hides_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    g = _graph([DType.float32], 2, lambda x: ops.exp(x))
+    x = [np.array([0.0, 1.0], F32)]
+    case, v = _fail(g, x, WrongOutputDtype())
+    assert annotate(case.graph, case.inputs, v.expected, v.actual) == ("", [])
+    case, v = _fail(g, x, _SloppyExp())
+
+    def boom(*args: Any) -> Any:
+        raise ZeroDivisionError("in the diagnosis")
+
+    monkeypatch.setattr(diagnosis, "diagnose", boom)
+    assert annotate(case.graph, case.inputs, v.expected, v.actual) == (
+        "diagnosis: not available (the suite's diagnosis raised ZeroDivisionError: in the "
+        "diagnosis)", [])
+
+
+# -- the op facts the diagnosis reads are registry fields (OpDef.variants, OpDef.traits) -------
+@pytest.mark.spec("CONF-40")
+def test_the_diagnosis_names_no_op() -> None:
+    """No registry op name is a string constant of ``conformance/diagnosis.py``: what a class
+    does to an op is in the op's registry entry."""
+    import ast
+
+    from interpreter.registry import REGISTRY
+
+    tree = ast.parse(Path(diagnosis.__file__).read_text())
+    named = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+             and isinstance(n.value, str)} & set(REGISTRY)
+    assert not named, f"diagnosis.py names ops {sorted(named)}"
+    used = {k for op in REGISTRY.values() for k in op.variants}
+    assert used and used <= set(CLASSES)
+
+
+@pytest.mark.spec("CONF-40", "NUM-2", "NUM-3", "NUM-4", "NUM-8", "NUM-12", "REDUCE-4")
+def test_registry_variants_compute_what_a_rule_breaking_backend_does() -> None:
+    """Each variant on values where it differs from the op's kernel; expected values by
+    hand."""
+    from interpreter.registry import REGISTRY
+
+    def variant(op: str, cls: str) -> Callable[..., Any]:
+        return REGISTRY[op].variants[cls]
+
+    i8 = np.array([100, -100, 5], np.int8)
+    assert variant("add", "int-saturation")(i8, i8).tolist() == [127, -128, 10]
+    assert variant("negate", "int-saturation")(np.array([-128], np.int8)).tolist() == [127]
+    assert variant("abs", "int-saturation")(np.array([-128, -3], np.int8)).tolist() == [127, 3]
+    nan = np.array([np.nan, 1.0], F32)
+    assert variant("max", "nan-dropped")(nan, np.array([2.0, np.nan], F32)).tolist() == [2, 1]
+    assert variant("reduce_max", "nan-dropped")(np.array([np.nan, 1, 2], F32), axis=0
+                                                ).tolist() == [2.0]
+    assert variant("reduce_sum", "nan-dropped")(np.array([[np.nan, 1], [2, 3]], F32), axis=1
+                                                ).tolist() == [[1.0], [5.0]]
+    assert variant("round", "rounding-mode")(np.array([2.5, -0.5], F32)).tolist() == [3, -1]
+    seven, two = np.array([-7, 7], np.int32), np.array([2, -2], np.int32)
+    assert variant("floor_div", "rounding-mode")(seven, two).tolist() == [-3, -3]
+    assert variant("mod", "rounding-mode")(seven, two).tolist() == [-1, 1]
+    x = np.array([1 + 2.0**-11 + 2.0**-40], F64)  # just above a float16 tie
+    assert variant("cast", "double-rounding")(x, dtype=DType.float16).tolist() == [1.0]
+    assert REGISTRY["cast"].kernel(x, dtype=DType.float16).tolist() == [1 + 2.0**-10]
+    a = np.array([1 + 2.0**-12], F32)  # a * a = 1 + 2**-11 + 2**-24: not a float32
+    c = np.array([1 + 2.0**-11], F32)
+    fused = variant("add", "fma")(a, a, -c, product_first=True)
+    assert fused.dtype == F32 and fused.tolist() == [2.0**-24]
+    assert (a * a - c).tolist() == [0.0]  # rounded twice
+    assert variant("sub", "fma")(a, a, c, product_first=True).tolist() == [2.0**-24]
+    assert variant("sub", "fma")(a, a, c, product_first=False).tolist() == [-(2.0**-24)]
+    assert "product" in REGISTRY["mul"].traits and "conversion" in REGISTRY["cast"].traits
