@@ -29,7 +29,7 @@ from interpreter.experimental.realization_context import (
 )
 from interpreter.experimental.tensor import Tensor, realization_context
 from interpreter.selection import set_default_executor
-from tests.suite_runner import run_suite
+from tests.suite.suite_runner import run_suite
 
 CELLS = [(m, d) for m in sorted(M.MODELS) for d in M.MODEL_DTYPES]
 
