@@ -27,13 +27,14 @@ import pytest
 from _pytest.outcomes import Failed
 from hypothesis import settings
 
-from . import expectations, isolate, smoke
+from . import expectations, isolate, report_junit, shard, smoke
 from . import report as reporting
 from .artifacts import ArtifactDir
 from .calls import ExecutorRaised, is_suite_error, quiet, suite_error_message
 from .executors import REFERENCE_SPEC, ExecutorSpecError, ResolvedExecutor, resolve
 from .outcomes import SUITE_ERROR_OUTCOME, attach, mark_outcome, pop_strict, push_strict
 from .pipeline import ExecutorUnderTest, watch_calls
+from .run_meta import quiet_header
 from .run_options import PROFILES, add_options, header_lines, targets_conformance
 from .verdicts import Failure
 
@@ -110,12 +111,21 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if _active(session.config):
         _SESSIONS.append(session.config)
         reporting.start(session.config)
+        quiet_header(session.config, [  # CONF-123: executor, flags and seed
+            x for x in _header(session.config)
+            if not x.startswith(("eager-conformance generation", "eager-conformance env"))])
+
+
+def _header(config: pytest.Config) -> list[str]:
+    """The suite's header lines: executor, flags, generation, seed, environment."""
+    return header_lines(config, lambda: resolved_executor(config))
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if _active(session.config):
         expectations.finish(session)  # stale entries, which the report lists
+        shard.finish(session.config)
         reporting.finish(session, exitstatus)
 
 
@@ -142,7 +152,7 @@ def executor_spec(config: pytest.Config) -> str:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     if not _active(config):
         return []
-    lines = header_lines(config, lambda: resolved_executor(config))
+    lines = _header(config)
     extra = isolate.header(config)
     return lines + ([extra] if extra else [])
 
@@ -155,6 +165,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     reporting.mark_spec_rules(items)
     if config.getoption("conformance_smoke"):
         smoke.select(config, items, _in_suite)
+    shard.select(config, items)  # CONF-120: after every other selection
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -245,7 +256,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                    for k, v in item.user_properties):
             verdict = _verdict(item, exc, suite_error)
             attach(item, failure=verdict.as_dict())
-    reporting.junit_before(item, call.when)
+    report_junit.junit_before(item, call.when)
     rep = yield
     if verdict is not None and (suite_error or (isinstance(exc, ExecutorRaised)
                                 and exc.found_around_the_call)):
@@ -253,7 +264,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if rep.when == "call":
         item._conformance_call_report = rep  # type: ignore[attr-defined]
     expectations.apply(item, rep)
-    reporting.junit_after(item, rep)
+    report_junit.junit_after(item, rep)
     return rep
 
 
@@ -272,11 +283,14 @@ def pytest_report_teststatus(report: pytest.TestReport | pytest.CollectReport,
 
 
 # -- results (on the controller under xdist) ---------------------------------------------------
+@pytest.hookimpl(tryfirst=True)  # before junitxml writes the properties (CONF-124)
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     config = _SESSIONS[-1] if _SESSIONS else None
     if config is None:
         return
+    report_junit.json_properties(config, report)
     _count(config, report)
+    shard.record(config, report)
     expectations.add_result(config, report)
     reporting.add_result(config, report)
 

@@ -15,10 +15,10 @@ Every result is appended to ``PATH`` with suffix ``.jsonl`` as soon as it is kno
 flushed line per test, CONF-62), and JSON + HTML are rebuilt from it at most once a minute
 while the run goes on and at the end, interrupted or not. A run killed before its end still
 leaves the ``.jsonl``: ``python -m conformance.report PATH.jsonl -o report.html`` builds
-the report of the tests that finished.
-
-Under ``--junitxml`` every test case carries the properties ``op``, ``dtype``,
-``shape_class``, ``outcome``, ``diagnosis``, ``failing_rules`` and ``repro`` (CONF-64).
+the report of the tests that finished; ``python -m conformance.report merge`` builds one
+report of a run's shards (``conformance.report_merge``, CONF-121). The JUnit XML
+properties (CONF-64) are ``conformance.report_junit``'s; the run's metadata (CONF-122)
+``conformance.run_meta``'s.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ MESSAGE_CHARS = 6000
 #: seconds between two rebuilds of JSON/HTML while the run goes on (CONF-62)
 REBUILD_EVERY = 60.0
 _RULE = re.compile(r"^- \*\*([A-Za-z0-9_.\-]+)\*\*", re.M)
+#: the line pytest-xdist puts before a worker's failure ("[gw0] linux -- Python 3.11.7 ...")
+_WORKER_LINE = re.compile(r"\A\s*\[[\w.-]+\] \S+ -- Python \S+[^\n]*\n")
 _RESULTS = pytest.StashKey[dict[str, dict[str, Any]]]()
 _STATE = pytest.StashKey["_Incremental"]()
 
@@ -154,7 +156,7 @@ def record_of(report: pytest.TestReport) -> dict[str, Any]:
                             for d in meta["diagnosis"]]
     if verdict in ("fail", SUITE_ERROR_OUTCOME, "xfail"):
         text = str(getattr(report, "wasxfail", "") or "") if verdict == "xfail" else ""
-        text = text or report.longreprtext
+        text = text or _WORKER_LINE.sub("", report.longreprtext, count=1)
         rec["message"] = text[:MESSAGE_CHARS]
         failure = meta.get("failure") or {}  # the structured verdict (CONF-110)
         if failure.get("rules"):
@@ -221,48 +223,6 @@ def collected(config: pytest.Config, count: int) -> None:
     state = config.stash.get(_STATE, None)
     if state is not None and not hasattr(config, "workerinput"):
         state.collected = max(state.collected, count)
-
-
-# -- JUnit XML properties (CONF-64) -------------------------------------------------------------
-_CALL_REPORT = pytest.StashKey[pytest.TestReport]()
-
-
-def junit_before(item: pytest.Item, when: str) -> None:
-    """Before the teardown report copies the properties: the flat JUnit properties of the
-    test's first failing (or call) report."""
-    if when == "teardown" and item.config.getoption("xmlpath", None):
-        first = item.stash.get(_CALL_REPORT, None)
-        if first is not None:
-            _add_junit_properties(item, first)
-
-
-def junit_after(item: pytest.Item, rep: pytest.TestReport) -> None:
-    if item.config.getoption("xmlpath", None) and rep.when != "teardown" and (
-            rep.when == "call" or not rep.passed):
-        item.stash[_CALL_REPORT] = rep
-
-
-def _add_junit_properties(item: pytest.Item, rep: pytest.TestReport) -> None:
-    """Flat ``op``/``dtype``/``shape_class``/``outcome``/``diagnosis``/``repro`` properties
-    (junitxml writes the teardown report's ``user_properties``)."""
-    rec = record_of(rep)
-    props = {"op": rec["op"], "dtype": rec["dtype"], "shape_class": rec["shape_class"],
-             "outcome": rec["verdict"],
-             "diagnosis": ", ".join(_diagnosis_names(rec)) or None,
-             "deviations": ", ".join(map(str, rec.get("deviations") or ())) or None,
-             "failing_rules": ", ".join(rec.get("failing_rules") or ()) or None,
-             "repro": rec.get("repro")}
-    for key, value in props.items():
-        if value is not None:
-            item.user_properties.append((key, value))
-
-
-def _diagnosis_names(rec: dict[str, Any]) -> list[str]:
-    out = []
-    for d in rec.get("diagnosis") or ():
-        name = str(d.get("class", "?"))
-        out.append(f"{name} [{d['rule']}]" if d.get("rule") else name)
-    return out
 
 
 # -- incremental results (CONF-62) --------------------------------------------------------------
@@ -335,14 +295,9 @@ def jsonl_path(out: Path) -> Path:
 
 
 def _meta_of(config: pytest.Config, started: float) -> dict[str, Any]:
-    from hypothesis import settings
+    from .run_meta import metadata
 
-    return {"executor": config.getoption("executor", None) or
-            "interpreter.executor:InterpreterExecutor",
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
-            "started": started,
-            "profile": settings.get_current_profile_name(),
-            "workers": getattr(config.option, "numprocesses", None) or 0}
+    return metadata(config, started)
 
 
 def load_results(path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -573,15 +528,27 @@ def _write_report(config: pytest.Config, out: Path, exitstatus: int | None) -> N
         tr.write_line(f"conformance report: {out} and {page}")
 
 
-# -- command line (CONF-63) ----------------------------------------------------------------------
+# -- command line (CONF-63, CONF-121) -----------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     """``python -m conformance.report RESULTS.jsonl [-o report.html]``: the report of the
-    tests a run finished, from its incremental results file (e.g. after a kill)."""
-    ap = argparse.ArgumentParser(prog="python -m conformance.report", description=main.__doc__)
-    ap.add_argument("results", type=Path, help="the .jsonl file written next to the report")
+    tests a run finished, from its incremental results file (e.g. after a kill);
+    ``python -m conformance.report merge A.jsonl B.jsonl ... -o report.html [--junit
+    junit.xml] [--store-durations durations.json]``: one report of a run's shards."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    merging = bool(argv) and argv[0] == "merge"
+    ap = argparse.ArgumentParser(prog="python -m conformance.report" + (
+        " merge" if merging else ""), description=main.__doc__)
+    ap.add_argument("results", type=Path, nargs="+" if merging else None,
+                    help="the .jsonl file(s) written next to the report(s)")
     ap.add_argument("-o", "--output", type=Path, default=None,
                     help="HTML page to write (JSON next to it; default: next to RESULTS)")
-    args = ap.parse_args(argv)
+    if merging:
+        ap.add_argument("--junit", type=Path, default=None, help="also write JUnit XML")
+        ap.add_argument("--store-durations", type=Path, default=None, metavar="PATH",
+                        help="write (update) the per-test cost file of the shards' tests")
+    args = ap.parse_args(argv[1:] if merging else argv)
+    if merging:
+        return _merge(args)
     meta, results = load_results(args.results)
     started, last = meta.pop("started", None), meta.pop("last_result_at", None)
     if isinstance(started, int | float) and isinstance(last, int | float):
@@ -592,6 +559,31 @@ def main(argv: list[str] | None = None) -> int:
     out = (args.output or args.results).with_suffix(".json")
     page = write_report_files(report, out)
     print(f"conformance report of {len(results)} finished tests: {out} and {page}")
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from .report_merge import MergeError, merge, write_junit
+    from .shard import write_durations
+
+    try:
+        meta, results = merge([(p, *load_results(p)) for p in args.results])
+    except (MergeError, OSError) as e:
+        print(f"python -m conformance.report merge: {e}", file=sys.stderr)
+        return 2
+    report = build_report(results, defined_rules(_spec_dir(None)), [], meta)
+    out = (args.output or args.results[0].with_name("merged")).with_suffix(".json")
+    page = write_report_files(report, out)
+    if args.junit is not None:
+        write_junit(results, meta, args.junit)
+    if args.store_durations is not None:
+        write_durations(args.store_durations, {k: float(r.get("duration") or 0.0)
+                                               for k, r in results.items()})
+    totals = ", ".join(f"{n} {v}" for v, n in report["totals"].items() if n)
+    missing = f"; missing shards {', '.join(meta['missing_shards'])}" if meta[
+        "missing_shards"] else ""
+    print(f"conformance report of {len(results)} tests from {len(args.results)} files "
+          f"({totals}{missing}): {out} and {page}")
     return 0
 
 

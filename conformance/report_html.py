@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["COLORS", "LABELS", "dtype_order", "render", "short_dtype"]
+__all__ = ["COLORS", "LABELS", "dtype_order", "first_line", "render", "short_dtype"]
 
 COLORS = {"suite_error": "#000000", "fail": "#c62828", "deviation": "#e65100",
           "xfail": "#b8860b", "refused": "#6a1b9a", "not_covered": "#9e9e9e",
@@ -116,6 +116,20 @@ def _diagnoses(item: dict[str, Any]) -> str:
                    for d in diags)
 
 
+def first_line(message: str) -> str:
+    """The line a folded failure shows (CONF-61, CONF-122): the first line of the message,
+    the differing output's line for a value mismatch, the first ``E`` line of a pytest
+    traceback; never the ``[gw0] linux -- Python ...`` line of an xdist worker."""
+    lines = [x.strip() for x in message.strip().splitlines() if x.strip()]
+    if lines and lines[0].startswith("[") and " -- Python " in lines[0]:
+        lines = lines[1:]
+    errors = [x[1:].strip() for x in lines if x.startswith("E ")]
+    first = errors[0] if errors else lines[0] if lines else ""
+    if len(lines) > 1 and first.endswith("differ from the reference"):
+        first = lines[1]  # the output and the count of differing elements
+    return first
+
+
 def _case(item: dict[str, Any], index: int) -> str:
     verdict = item.get("verdict", "fail")
     where = (f'{_e(item.get("op") or "")} [{_e(item.get("dtype") or "")}, '
@@ -140,11 +154,7 @@ def _case(item: dict[str, Any], index: int) -> str:
         parts.append('<p class="note">no repro (this failure has no stored graph)</p>')
     message = item.get("message") or ""
     if message:
-        lines = [x.strip() for x in message.strip().splitlines() if x.strip()]
-        first = lines[0] if lines else ""
-        if len(lines) > 1 and first.endswith("differ from the reference"):
-            first = lines[1]  # the output and the count of differing elements
-        parts.append(f'<details class="message"><summary>message: {_e(first[:160])}'
+        parts.append(f'<details class="message"><summary>message: {_e(first_line(message)[:160])}'
                      f'</summary><pre>{_e(message)}</pre></details>')
     is_open = " open" if index < OPEN_FAILURES else ""
     return (f'<details class="case {_e(verdict)}" data-test="{_e(item["test"])}"{is_open}>'
@@ -331,6 +341,30 @@ def _rules(report: dict[str, Any]) -> str:
             f'</table></details></section>')
 
 
+def _run_line(meta: dict[str, Any]) -> str:
+    """The header's line of what ran (CONF-122): executor and versions, selection, seed."""
+    version = f' {meta["executor_version"]}' if meta.get("executor_version") else ""
+    sel = meta.get("selection") or {}
+    picked = [f"-k {sel['k']!r}" if sel.get("k") else "", f"-m {sel['m']!r}" if sel.get(
+        "m") else "", "smoke" if sel.get("smoke") else "",
+        f"shard {sel['shard']}" if sel.get("shard") else ""]
+    seed = meta.get("hypothesis_seed")
+    parts = [f'executor <b>{_e(meta.get("executor", "?"))}</b>{_e(version)}',
+             f'eager-conformance {_e(meta.get("suite_version") or "?")}',
+             f'Python {_e(meta.get("python", "?"))}, numpy {_e(meta.get("numpy", "?"))}',
+             f'profile {_e(meta.get("profile", "?"))}, seed '
+             + _e(seed if seed is not None else "derandomized" if meta.get("derandomize")
+                  else "random"),
+             "selection " + _e(", ".join(x for x in picked if x) or "all"),
+             f'expectations {_e(meta.get("expectations") or "none")}',
+             f'workers {_e(meta.get("workers", 0))}', _e(meta.get("created", ""))]
+    if meta.get("shards"):
+        missing = meta.get("missing_shards") or []
+        parts.insert(5, f'merged from {len(meta["shards"])} shards'
+                     + (f' (<b>missing {_e(", ".join(missing))}</b>)' if missing else ""))
+    return " · ".join(parts)
+
+
 def render(report: dict[str, Any], extra: Sequence[tuple[str, str, str]] = ()) -> str:
     """The whole page; ``extra`` sections ``(element id, nav title, html)`` follow the
     matrix."""
@@ -353,9 +387,7 @@ def render(report: dict[str, Any], extra: Sequence[tuple[str, str, str]] = ()) -
         ("deviations", "deviations"), ("refused", "refused"), ("not-covered", "not covered"),
         ("matrix", "matrix"), *((sid, t) for sid, t, _ in extra), ("ops", "per op"),
         ("rules", "rules"), ("run", "run")))
-    sub = (f'executor <b>{_e(meta.get("executor", "?"))}</b> · profile '
-           f'{_e(meta.get("profile", "?"))} · workers {_e(meta.get("workers", 0))} · '
-           f'{_e(meta.get("created", ""))}')
+    sub = _run_line(meta)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

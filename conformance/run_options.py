@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from .executors import ExecutorSpecError, ResolvedExecutor, relevant_env
+from .run_meta import seed_line
 
 __all__ = ["PROFILES", "add_options", "header_lines", "targets_conformance"]
 
@@ -61,6 +62,20 @@ def add_options(parser: pytest.Parser) -> None:
                     help="time to minimise each stored failing case (graph and values; "
                          "0 turns it off; default 5)")
     _add_generation_options(group)
+    _add_shard_options(group)
+
+
+def _add_shard_options(group: Any) -> None:
+    """Splitting a run across CI jobs or machines (CONF-120, CONF-121)."""
+    group.addoption("--conformance-shard", default=None, metavar="I/N",
+                    help="run only the I-th of N deterministic parts of the selected tests "
+                         "(balanced by --conformance-durations when given); merge the "
+                         "shards' reports with 'python -m conformance.report merge'")
+    group.addoption("--conformance-durations", default=None, metavar="PATH",
+                    help="per-test cost file (JSON: node id -> seconds) that balances "
+                         "--conformance-shard")
+    group.addoption("--conformance-store-durations", default=None, metavar="PATH",
+                    help="write (update) the per-test cost file with this run's durations")
 
 
 def _add_generation_options(group: Any) -> None:
@@ -109,14 +124,15 @@ def header_lines(config: pytest.Config, executor: Callable[[], ResolvedExecutor]
     shown = ", ".join(f"{k}={v!r}" for k, v in env.items()) or "(none set)"
     flags = [f"profile {settings.get_current_profile_name()!r}",
              f"artifacts {config.getoption('conformance_artifacts')}"]
-    for opt in ("conformance_xfails", "conformance_report", "conformance_timeout"):
+    for opt in ("conformance_xfails", "conformance_report", "conformance_timeout",
+                "conformance_shard"):
         if config.getoption(opt) is not None:
             flags.append(f"{opt.split('_', 1)[1]} {config.getoption(opt)}")
     for opt in ("conformance_strict", "conformance_isolate"):
         if config.getoption(opt):
             flags.append(opt.split("_", 1)[1])
     return [line, f"eager-conformance: {'; '.join(flags)}", _generation_header(config),
-            f"eager-conformance environment: {shown}"]
+            seed_line(config), f"eager-conformance environment: {shown}"]
 
 
 def _generation_header(config: pytest.Config) -> str:
