@@ -9,7 +9,9 @@ version and the relevant environment in the header (CONF-2) and loads the hypoth
 This module registers every pytest hook of the suite; each delegates to the module that
 owns the work, imported here: ``run_options`` (options, profiles, header), ``smoke``
 (CONF-35), ``expectations`` (xfails, refusals and deviations, CONF-5..7, CONF-41/42),
-``report`` (JSON/HTML/JUnit, CONF-8..10, CONF-60..64), ``isolate`` (CONF-12..14) and
+``report`` (JSON/HTML, CONF-8..10, CONF-60..63), ``report_junit`` (JUnit properties,
+CONF-64, CONF-124), ``shard`` (CONF-120), ``run_meta`` (the run's metadata and the
+header under ``-q``, CONF-122/123), ``isolate`` (CONF-12..14) and
 ``verdicts`` (the structured verdict of a failure, CONF-110).
 
 Fixtures: ``executor`` (the executor under test in its one call pipeline,

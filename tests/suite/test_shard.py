@@ -82,10 +82,11 @@ def test_four_shards_merged_equal_the_unsharded_run(sharded: dict[str, Any]) -> 
     split = assign(stored, SHARDS, stored)  # the shards followed the stored durations
     assert all(split[n] == i for i, part in enumerate(parts) for n in part)
     files = [str(tmp / f"s{i}" / "r.jsonl") for i in range(1, SHARDS + 1)]
-    out, junit = tmp / "merged.html", tmp / "merged.xml"
+    out, junit, costs = tmp / "merged.html", tmp / "merged.xml", tmp / "costs.json"
+    costs.write_text('{"conformance/test_ops.py::gone": 3.0}')  # kept by the update
     p = subprocess.run([sys.executable, "-m", "conformance.report", "merge", *files, "-o",
-                        str(out), "--junit", str(junit)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=300)
+                        str(out), "--junit", str(junit), "--store-durations", str(costs)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     merged = json.loads(out.with_suffix(".json").read_text())
     unsharded = _verdicts(tmp / "whole" / "r.jsonl")
@@ -107,6 +108,9 @@ def test_four_shards_merged_equal_the_unsharded_run(sharded: dict[str, Any]) -> 
         assert record["verdict"] == props["outcome"] == unsharded[nodeid]
         assert (case.find("failure") is not None) == (unsharded[nodeid] == "fail")
     assert "merged from 4 shards" in out.read_text(encoding="utf-8")
+    recorded = {k: round(v["duration"], 4) for f in files
+                for k, v in load_results(Path(f))[1].items()}
+    assert json.loads(costs.read_text()) == {**recorded, "conformance/test_ops.py::gone": 3.0}
 
 
 @pytest.mark.spec("CONF-121")
