@@ -36,6 +36,7 @@ from .calls import ExecutorRaised, SuiteError
 from .compare import Mismatch, as_numpy, compare_arrays, compare_op
 from .layout import byte_exact_buffers, byte_exact_values, layout_problem, nan_bytes
 from .pipeline import call_executor
+from .shrink_budget import ShrinkBudget
 from .strategies import Case
 from .verdicts import Finding, indent, render_findings, rules_in
 
@@ -86,6 +87,8 @@ class Verdict:
     #: the outputs and buffer inputs that fail (not those within tolerance or explained by
     #: the executor's own operands); the divergence search starts from these only
     failing: list[Value] = field(default_factory=list)
+    #: the search for the first diverging node stopped at the shrink budget (CONF-114)
+    search_stopped: bool = False
 
 
 def buffer_inputs(graph: Graph) -> list[int]:
@@ -198,11 +201,13 @@ def _reference_env(graph: Graph, inputs: Sequence[np.ndarray]
 
 
 def check_case(case: Case, executor: Any, reference: Any, *, label: str = "",
-               locate: bool = True) -> Verdict:
+               locate: bool = True, budget: ShrinkBudget | None = None) -> Verdict:
     """Run ``case`` through ``reference`` then ``executor`` and judge the difference.
 
     ``locate=False`` skips the search for the first diverging node where it cannot change
     the verdict (an output with an all-exact upstream fails anyway); the minimiser uses it.
+    ``budget`` bounds that search where it cannot change the verdict (CONF-114): it stops
+    with ``search_stopped`` when the next prefix does not fit.
 
     Raises ``ReferenceRefused`` when the reference refuses, and lets the executor's
     ``UnsupportedGraphError`` (a refusal) and any other exception propagate.
@@ -286,9 +291,11 @@ def check_case(case: Case, executor: Any, reference: Any, *, label: str = "",
     seeds = [v for v, _ in hard + soft]
     # bytes and layout (DT-6, DT-2) are not compared node by node: no divergence search
     form_only = all(m.kind in ("bytes", "layout") for _, _, m in differing)
-    div = first_divergence(graph, case.inputs, executor, seeds) if (
+    stop = _Stop(None if soft else budget)  # a soft value's verdict needs the whole search
+    div = first_divergence(graph, case.inputs, executor, seeds, stop) if (
         soft or (locate and len(graph.nodes) > 1 and not form_only)) else None
     verdict.divergence = div
+    verdict.search_stopped = stop.stopped
     verdict.locally_checked = bool(soft)
     if not hard and div is None:
         return verdict  # every node follows from the executor's own operands
@@ -300,6 +307,10 @@ def check_case(case: Case, executor: Any, reference: Any, *, label: str = "",
     verdict.findings = [Finding(m, rules_in(m) or ("TOL-1",)) for _, m in hard or proven]
     if div is not None and len(graph.nodes) > 1:
         verdict.findings.append(Finding(str(div), rules_in(str(div)) or ("TOL-1", "CONF-20")))
+    elif stop.stopped:
+        verdict.findings.append(Finding(
+            "the search for the first diverging node stopped: the shrink budget is spent "
+            "(--conformance-shrink-calls, --conformance-shrink-structures)", ("CONF-114",)))
     elif len(graph.nodes) > 1 and locate and not form_only:
         verdict.findings.append(Finding(
             "every node agrees when run as a prefix of the graph: the result depends on the "
@@ -342,15 +353,39 @@ def _byte_mismatches(case: Case, expected: dict[str, np.ndarray],
     return found
 
 
+class _Stop:
+    """Whether the divergence search may run its next local check (CONF-114)."""
+
+    def __init__(self, budget: ShrinkBudget | None) -> None:
+        self.budget = budget
+        self.stopped = False
+
+    def allows(self, graphs: Sequence[Graph]) -> bool:
+        b = self.budget
+        if b is None or not b.started:
+            return True
+        new = sum(1 for key in {g.structural_hash() for g in graphs} if b.new_structure(key))
+        if b.allows(calls=2) and b.used_structures() + new <= b.structures:
+            return True
+        self.stopped = True
+        b.stop("divergence search")
+        return False
+
+
 def first_divergence(graph: Graph, inputs: Sequence[np.ndarray], executor: Any,
-                     seeds: Sequence[Value]) -> Divergence | None:
+                     seeds: Sequence[Value], stop: _Stop | None = None
+                     ) -> Divergence | None:
     """Check the nodes upstream of ``seeds`` in order; the first whose executor results
-    differ from the reference kernel on the executor's own operands (TOL-n)."""
+    differ from the reference kernel on the executor's own operands (TOL-n). ``stop`` ends
+    the search early when the shrink budget is spent (CONF-114)."""
     nodes = cone(graph, seeds)
     for k in nodes:
         node = graph.nodes[k]
+        prefixes = _prefixes(graph, k, node)
+        if stop is not None and not stop.allows(prefixes):
+            return None
         try:
-            m = _local_check(graph, k, node, inputs, executor,
+            m = _local_check(prefixes, k, node, inputs, executor,
                              _perturb_budget(graph, cone(graph, node.operands)))
         except UnsupportedGraphError:
             continue  # the executor does not run this prefix: no evidence either way
@@ -363,11 +398,17 @@ def first_divergence(graph: Graph, inputs: Sequence[np.ndarray], executor: Any,
     return None
 
 
-def _local_check(graph: Graph, k: int, node: Node, inputs: Sequence[np.ndarray],
-                 executor: Any, perturb: int) -> Mismatch | None:
+def _prefixes(graph: Graph, k: int, node: Node) -> tuple[Graph, Graph]:
+    """The prefix graphs of node ``k``'s local check: its operands, its results."""
     buffers = [v for v in node.operands if isinstance(v.type, BufferType)]
-    before = prefix_graph(graph, k, list(node.operands), f"{graph.name}_before{k}")
-    after = prefix_graph(graph, k + 1, [*node.results, *buffers], f"{graph.name}_after{k}")
+    return (prefix_graph(graph, k, list(node.operands), f"{graph.name}_before{k}"),
+            prefix_graph(graph, k + 1, [*node.results, *buffers], f"{graph.name}_after{k}"))
+
+
+def _local_check(prefixes: tuple[Graph, Graph], k: int, node: Node,
+                 inputs: Sequence[np.ndarray], executor: Any, perturb: int
+                 ) -> Mismatch | None:
+    before, after = prefixes
     label = f"node #{k} {node.op.name}"
     try:
         operands_raw, _ = _run(executor, before, inputs)

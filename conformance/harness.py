@@ -10,10 +10,13 @@ covered* (CONF-4).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NoReturn
 
+import numpy as np
 from _pytest.outcomes import Failed, Skipped
 from hypothesis import reject
 from hypothesis.errors import Unsatisfiable
@@ -31,6 +34,7 @@ from .minimize import budget_from, in_final_example, minimize_raised_stored, min
 from .outcomes import not_covered, record, refused
 from .pipeline import under_test
 from .sequences import Step
+from .shrink_budget import SHRINK_FACTOR, ShrinkBudget, budget_option
 from .strategies import INPUT_SETS, Case
 from .value_classes import ValueReach
 from .verdicts import Failure
@@ -62,6 +66,16 @@ def _option(config: Any, name: str, default: Any) -> Any:
         return config.getoption(name)
     except (ValueError, AttributeError):
         return default
+
+
+def _digest(inputs: Sequence[Any]) -> str:
+    """The identity of an input set (its bytes, dtypes and shapes)."""
+    h = hashlib.sha1()
+    for a in inputs:
+        arr = np.ascontiguousarray(a)
+        h.update(f"{arr.dtype}{arr.shape}".encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()
 
 
 class _CellRefused(Skipped):
@@ -115,27 +129,79 @@ class Harness:
         self.deviated: list[str] = []  # the declared classes seen
         self.history = History()  # the calls of this test on its instance (CONF-91)
         self.reach = ValueReach()  # CONF-102
+        self.shrink = self._shrink_budget(graphs_per_cell(config))  # CONF-114
+        #: failing example -> the input set that failed and its failure
+        self.failing_set: dict[tuple[str, str], tuple[int, Failed]] = {}
+
+    def _shrink_budget(self, graphs: int) -> ShrinkBudget:
+        """``--conformance-shrink-calls``/``-structures``, or by default ``SHRINK_FACTOR`` x
+        the calls (graphs x ``INPUT_SETS``) and structures of a passing test (CONF-115)."""
+        config = getattr(self.request, "config", None)
+        calls, structures = budget_option(config, "calls"), budget_option(config, "structures")
+        return ShrinkBudget(
+            SHRINK_FACTOR * graphs * INPUT_SETS if calls is None else calls,
+            SHRINK_FACTOR * graphs if structures is None else structures)
+
+    def _within_budget(self, case: Case, key: str) -> None:
+        """In hypothesis' shrink phase (after the first failure, before the final replay):
+        a judgment that may not fit in the shrink budget (one call, and two per node for
+        a divergence search) is not made, the example rejected (CONF-114); structures
+        already given to the executor still run while calls are left."""
+        cost = 1 + 2 * len(case.graph.nodes)
+        if self.shrink.started and not self.shrink.allows(key, cost) \
+                and not in_final_example():
+            self.shrink.stop("hypothesis' shrink")
+            reject()
 
     def check(self, case: Case) -> Verdict:
         """Judge ``case`` on its inputs and then on each of its ``extra_inputs`` (CONF-30)
         and, for the cell's first structure, its ``special_inputs`` (CONF-99); the verdict
         of the first input set is returned. A graph structure beyond
-        ``--conformance-max-graphs-per-cell`` is rejected unrun (CONF-33)."""
+        ``--conformance-max-graphs-per-cell`` is rejected unrun (CONF-33); so is, while
+        shrinking, a call beyond the shrink budget, and hypothesis' final replay judges the
+        input set that failed first before the others (CONF-114)."""
         key = case.graph.structural_hash()
         if self.max_graphs is not None and key not in self.graphs \
                 and len(self.graphs) >= self.max_graphs:
             reject()
+        example = (key, _digest(case.inputs))
+        known = self.failing_set.get(example)
+        again = None if known is None else known[0]
+        if known is not None and not in_final_example():
+            raise known[1]  # hypothesis replays a failing example: its failure, no call
+        if again is None:
+            self._within_budget(case, key)
         self.graphs.add(key)
-        verdict = self.check_one(case)
-        self.examples += 1
+        if again is not None:  # hypothesis' final replay: the input set that failed first,
+            # whatever the budget (CONF-114)
+            target = next(itertools.islice(self._input_sets(case, key), again, None), None)
+            if target is not None:
+                self.check_one(target)
+        verdict = Verdict(True)
+        for i, one in enumerate(self._input_sets(case, key)):
+            if i or again is not None:
+                self._within_budget(case, key)
+            try:
+                judged = self.check_one(one)
+            except Failed as e:
+                self.failing_set[example] = (i, e)
+                raise
+            if not i:
+                verdict = judged
+                self.examples += 1
+        return verdict
+
+    def _input_sets(self, case: Case, key: str) -> Iterator[Case]:
+        """``case``, then its ``extra_inputs`` (CONF-30), then for the cell's first structure
+        its ``special_inputs`` (CONF-99), each as a case of its own."""
+        yield case
         for inputs in case.extra_inputs:
-            self.check_one(dataclasses.replace(case, inputs=inputs, extra_inputs=[]))
+            yield dataclasses.replace(case, inputs=inputs, extra_inputs=[])
         if case.special_inputs is not None and (not self.enumerated or key in self.enumerated):
             self.enumerated.add(key)  # the cell's first structure, and it again (CONF-99)
             for inputs in case.special_inputs():
-                self.check_one(dataclasses.replace(case, inputs=inputs, extra_inputs=[],
-                                                   special_inputs=None))
-        return verdict
+                yield dataclasses.replace(case, inputs=inputs, extra_inputs=[],
+                                          special_inputs=None)
 
     def check_one(self, case: Case) -> Verdict:
         """Judge one case on its own inputs; raises AssertionError (with the repro path) on a
@@ -145,10 +211,13 @@ class Harness:
         other exception of the suite's code (comparison, artifacts, reference, local checks)
         is a *suite error* (CONF-22)."""
         where = None
+        final = in_final_example()
         try:
             where = self.artifacts.write_case(case.graph, case.inputs)
             self.history.record(Step("value", case.graph, case.inputs), "")
-            verdict = check_case(case, self.executor, self.reference, label=self.label)
+            # the first diverging node is looked for in the example reported only (CONF-114)
+            verdict = check_case(case, self.executor, self.reference, label=self.label,
+                                 locate=final, budget=self.shrink)
             self._account(case)
         except ReferenceRefused:
             self.reference_refusals += 1
@@ -163,11 +232,14 @@ class Harness:
         except ExecutorRaised as e:
             failure = Failure(f"{self.label}: {e.describe()}",
                               repro=where / "repro.py" if where else None)
+            self.shrink.start(self.tally)  # from here on: shrinking (CONF-114)
             try:  # CONF-19: while the executor still raises this exception type
                 failure.note(minimize_raised_stored(
                     case, e, self.executor, self.reference, self.artifacts,
-                    budget=budget_from(getattr(self.request, "config", None))))
+                    budget=budget_from(getattr(self.request, "config", None)),
+                    shrink=self.shrink))
                 failure.note(self._with_history("raised"))
+                failure.note(self._shrink_note(final))
             except Exception as err:
                 self._suite_error(err, where, f"\n(while minimising: {e.describe()})")
             self._write_failure(failure.render())
@@ -184,14 +256,15 @@ class Harness:
         assert where is not None  # written before the executor ran
         failure = Failure(verdict.title, verdict.findings, artifacts=where,
                           repro=where / "repro.py")
+        self.shrink.start(self.tally)  # from here on: shrinking (CONF-114)
         try:
-            final = in_final_example()
             # diagnosed on the case as generated: its values tell the classes apart best
             text, found = (annotate(case.graph, case.inputs, verdict.expected, verdict.actual)
                            if final else ("", []))
             small, small_verdict, extra = minimize_stored(  # CONF-19
                 case, verdict, self.executor, self.reference, self.artifacts,
-                label=self.label, budget=budget_from(getattr(self.request, "config", None)))
+                label=self.label, budget=budget_from(getattr(self.request, "config", None)),
+                shrink=self.shrink)
             if not self._explained(small, small_verdict):  # shrunk onto a declared deviation
                 case, verdict = small, small_verdict
                 failure.title, failure.findings = verdict.title, verdict.findings
@@ -211,6 +284,7 @@ class Harness:
                 (sub / "failure.txt").write_text(str(verdict.divergence) + "\n")
                 failure.note(f"repro of the first diverging node: python {sub / 'repro.py'}")
             failure.note(self._with_history("values"))
+            failure.note(self._shrink_note(final))
             if (where / "graph.device.txt").exists():  # a device executor (CONF-76)
                 failure.note(f"the executor was handed the graph on its device: "
                              f"{where / 'graph.device.txt'}")
@@ -231,7 +305,15 @@ class Harness:
             return ""
         return explain_with_history(self.history, kind, fresh_executors(config),
                                     self.reference, self.artifacts, label=self.label,
-                                    seconds=budget.seconds)
+                                    seconds=budget.seconds, budget=self.shrink)
+
+    def _shrink_note(self, final: bool) -> str:
+        """In the final example: what shrinking cost, and whether its budget stopped it
+        (CONF-116); recorded in the report too."""
+        if not final:
+            return ""
+        record(self.request, **self.meta, **self.shrink.record())
+        return self.shrink.summary()
 
     def _account(self, case: Case) -> None:
         """Value reach of a judged one-op case (CONF-102): its inputs are the operands of
@@ -277,6 +359,9 @@ class Harness:
         The property's database key and derandomization seed are made specific to this
         test id (parametrized cells share one inner function)."""
         inner = getattr(getattr(prop, "hypothesis", None), "inner_test", None)
+        own = getattr(prop, "_hypothesis_internal_use_settings", None)
+        if own is not None:  # the test's own number of graphs (CONF-115)
+            self.shrink = self._shrink_budget(own.max_examples)
         if inner is not None:
             key = str(getattr(self.request.node, "nodeid", self.label)).encode()
             inner._hypothesis_internal_add_digest = key
@@ -298,8 +383,9 @@ class Harness:
         """``structures`` (distinct graph structures given to the executor, minimisation
         and local checks included), ``calls`` (executor calls) and ``value_checks``
         (graph x input set pairs judged) so far (CONF-32)."""
+        shrink = self.shrink.record() if self.shrink.started else {}
         return {"structures": len(self.tally.structures), "calls": self.tally.calls,
-                "value_checks": self.value_checks}
+                "value_checks": self.value_checks, **shrink}
 
     def finish(self) -> None:
         """Record the counters; no executed example ends as refused or not covered."""

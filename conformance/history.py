@@ -32,6 +32,7 @@ from .calls import ExecutorRaised
 from .differential import ReferenceRefused, Verdict, check_case
 from .pipeline import call_executor
 from .sequences import Step
+from .shrink_budget import ShrinkBudget
 from .strategies import Case
 
 __all__ = ["HISTORY_BYTES", "Failure", "History", "Shrunk", "explain_with_history",
@@ -182,13 +183,15 @@ class Shrunk:
     reproduced: bool  # some replay on a fresh executor fails the same way
     replays: int = 0
     seconds: float = 0.0
+    calls: int = 0  # executor calls of the replays (CONF-114)
+    structures: int = 0  # structures given to the fresh executors, one compile each
     exhausted: bool = False
     skipped: str = ""  # why no replay ran
     failure: Failure | None = field(default=None, repr=False)
 
     def summary(self) -> str:
         cost = (f" ({self.replays} replay{'s' if self.replays != 1 else ''} on fresh "
-                f"executors, {self.seconds:.1f} s"
+                f"executors, {self.calls} calls, {self.seconds:.1f} s"
                 f"{', budget spent: not fully shrunk' if self.exhausted else ''})")
         if self.skipped:
             return f"the history was not replayed on a fresh executor: {self.skipped}"
@@ -219,28 +222,49 @@ def fresh_executors(config: Any) -> Factory:
 
 
 def shrink(previous: Sequence[Step], last: Step, kind: str, fresh: Factory, reference: Any,
-           *, label: str, seconds: float | None) -> Shrunk:
+           *, label: str, seconds: float | None, calls: int | None = None,
+           structures: int | None = None) -> Shrunk:
     """Replay on fresh executors (``fresh()`` builds one): ``last`` alone, then every
     previous call, then the shortest suffix that still fails, then without each call in
     turn; a replay *fails* when its last call is its first failure, of the same ``kind``.
-    ``seconds`` bounds the shrinking after the two first replays (None: no shrinking)."""
+    ``seconds`` (None: no shrinking), ``calls`` and ``structures`` (executor calls and
+    structures of all replays; None: unbounded) bound the shrinking after the two first
+    replays (CONF-114)."""
     start = time.perf_counter()
     out = Shrunk(list(range(len(previous))), len(previous), False, False)
 
     def fails(kept: list[int]) -> bool:
         out.replays += 1
         seq = [previous[i] for i in kept] + [last]
-        f = run_sequence(seq, fresh(), reference, label=label)
+        ex = fresh()
+        try:
+            f = run_sequence(seq, ex, reference, label=label)
+        finally:
+            tally = getattr(ex, "tally", None)
+            out.calls += tally.calls if tally is not None else len(seq)
+            out.structures += len(tally.structures) if tally is not None else len(seq)
         ok = f is not None and f.index == len(seq) - 1 and f.kind == kind
         if ok:
             out.failure = f
         return ok
 
     def spent() -> bool:
-        out.exhausted = seconds is None or time.perf_counter() - start > seconds
+        out.exhausted = out.exhausted or seconds is None \
+            or time.perf_counter() - start > seconds
         return out.exhausted
 
+    def fits(kept: Sequence[int]) -> bool:
+        """Whether a replay of ``kept`` and ``last`` fits in ``calls``/``structures``: one
+        call per step, and a divergence search (two per node) of the last (CONF-114)."""
+        cost = len(kept) + 1 + 2 * len(last.graph.nodes)
+        if (calls is not None and out.calls + cost > calls) or (
+                structures is not None and out.structures + cost > structures):
+            out.exhausted = True
+        return not out.exhausted
+
     try:
+        if not fits([]):
+            return out
         if fails([]):
             out.alone = out.reproduced = True
             out.kept = []
@@ -248,17 +272,17 @@ def shrink(previous: Sequence[Step], last: Step, kind: str, fresh: Factory, refe
         n = len(previous)
         # the whole history; an earlier call of it may fail first (e.g. when the history
         # holds an earlier attempt at the failing case), so suffixes are tried either way
-        hi: int | None = n if n and fails(out.kept) else None
+        hi: int | None = n if n and fits(out.kept) and fails(out.kept) else None
         lo, k = 0, 1
-        while k < n and not spent():  # the shortest failing suffix: doubling, bisection
-            if fails(list(range(n - k, n))):
+        while k < n and not spent() and fits(range(k)):  # the shortest failing suffix:
+            if fails(list(range(n - k, n))):  # doubling, then bisection
                 hi = k
                 break
             lo, k = k, 2 * k
         if hi is None:
             return out
         out.reproduced = True
-        while hi - lo > 1 and not spent():
+        while hi - lo > 1 and not spent() and fits(range((lo + hi) // 2)):
             mid = (lo + hi) // 2
             if fails(list(range(n - mid, n))):
                 hi = mid
@@ -266,7 +290,8 @@ def shrink(previous: Sequence[Step], last: Step, kind: str, fresh: Factory, refe
                 lo = mid
         out.kept = list(range(n - hi, n))
         i = 0  # then without each call in turn (out.failure: the last replay that failed)
-        while i < len(out.kept) and len(out.kept) > 1 and not spent():
+        while i < len(out.kept) and len(out.kept) > 1 and not spent() \
+                and fits(out.kept[1:]):
             cand = out.kept[:i] + out.kept[i + 1:]
             if fails(cand):
                 out.kept = cand
@@ -278,21 +303,40 @@ def shrink(previous: Sequence[Step], last: Step, kind: str, fresh: Factory, refe
 
 
 def explain_with_history(history: History, kind: str, fresh: Factory, reference: Any,
-                         art: ArtifactDir, *, label: str, seconds: float | None) -> str:
+                         art: ArtifactDir, *, label: str, seconds: float | None,
+                         budget: ShrinkBudget | None = None) -> str:
     """For a failure of another family (``Harness``, CONF-91): the failing call is the
     history's last step. Replayed alone on a fresh executor; when that agrees, the history
-    is shrunk and stored (``history/``, with its own ``repro.py``). Returns the lines to
-    add to the failure message ("" when the call alone fails too)."""
+    is shrunk within what is left of ``budget`` (its calls and structures are added to it)
+    and stored (``history/``, with its own ``repro.py``). Returns the lines to add to the
+    failure message ("" when the call alone fails too)."""
     if not history.steps:
         return ""
     last, previous = history.steps[-1], history.steps[:-1]
-    if run_sequence([last], fresh(), reference, label=label) is not None:
-        return ""  # the stored repro reproduces it: nothing to add
+    if budget is not None and not budget.allows(calls=1 + 2 * len(last.graph.nodes)):
+        budget.stop("history replays")
+        return ""
+    alone = fresh()
+    try:
+        if run_sequence([last], alone, reference, label=label) is not None:
+            return ""  # the stored repro reproduces it: nothing to add
+    finally:
+        if budget is not None:
+            tally = getattr(alone, "tally", None)
+            budget.add(tally.calls if tally is not None else 1,
+                       len(tally.structures) if tally is not None else 1)
     if not previous:
         return ("\nthe failing call alone agrees on a fresh executor, and it was this test's "
                 "first call: the failure depends on state from earlier tests, on timing or on "
                 "chance [CONF-91]")
-    out = shrink(previous, last, kind, fresh, reference, label=label, seconds=seconds)
+    out = shrink(previous, last, kind, fresh, reference, label=label, seconds=seconds,
+                 calls=None if budget is None else budget.calls_left(),
+                 structures=None if budget is None else max(
+                     0, budget.structures - budget.used_structures()))
+    if budget is not None:
+        budget.add(out.calls, out.structures)
+        if out.exhausted:
+            budget.stop("history replays")
     kept = [previous[i] for i in out.kept] + [last]
     numbers = [history.numbers[i] for i in out.kept] + [history.numbers[-1]]
     d = write_history(art, kept, numbers, out.summary(), own_repro=True)

@@ -41,6 +41,7 @@ from .calls import ExecutorRaised
 from .compare import same_bits
 from .differential import Verdict, _reference_env, check_case
 from .pipeline import under_test
+from .shrink_budget import ShrinkBudget
 from .strategies import Case
 
 __all__ = ["Budget", "Minimized", "budget_from", "in_final_example", "minimize",
@@ -108,10 +109,14 @@ def in_final_example() -> bool:
 
 class _Search:
     def __init__(self, executor: Any, reference: Any, budget: Budget,
-                 raises: str | None = None) -> None:
+                 raises: str | None = None, shrink: ShrinkBudget | None = None) -> None:
         self.raises = raises  # minimise "raises this exception type", not a mismatch
         self.executor = under_test(executor)  # its tally counts the test's calls (CONF-32)
-        self.calls_before = self.executor.tally.calls
+        if shrink is None:  # on its own: the budget's calls, any number of structures
+            shrink = ShrinkBudget(budget.calls, budget.calls)
+            shrink.start(self.executor.tally)
+        self.shrink = shrink  # shared with the rest of the test's shrinking (CONF-114)
+        self.calls_before = shrink.used_calls()
         self.reference = reference
         self.budget = budget
         self.start = time.monotonic()
@@ -122,18 +127,27 @@ class _Search:
 
     def calls(self) -> int:
         """Executor calls of this search."""
-        return self.executor.tally.calls - self.calls_before
+        return self.shrink.used_calls() - self.calls_before
 
     def spent(self) -> bool:
-        if (self.elapsed() >= self.budget.seconds
-                or self.calls() >= self.budget.calls):
+        """Time or calls spent (a spent structure budget still lets candidates of the
+        structures already given run)."""
+        if (self.elapsed() >= self.budget.seconds or self.calls() >= self.budget.calls
+                or not self.shrink.allows()):
             self.exhausted = True
-        return self.exhausted
+            self.shrink.stop("minimisation")
+            return True
+        return False
 
     def fails(self, graph: Graph, inputs: Sequence[np.ndarray]) -> bool:
         """Whether the executor still fails on this candidate: a mismatch, or raising the
-        same exception type when minimising a raise (other exceptions: no)."""
+        same exception type when minimising a raise (other exceptions: no). A candidate of
+        a new structure beyond the budget's structures is not tried (CONF-114)."""
         if self.spent():
+            return False
+        if not self.shrink.allows(graph.structural_hash()):
+            self.exhausted = True
+            self.shrink.stop("minimisation")
             return False
         try:
             v = check_case(Case(graph, list(inputs)), self.executor, self.reference,
@@ -298,10 +312,12 @@ def _simplify_values(s: _Search, graph: Graph, inputs: list[np.ndarray], steps: 
 
 
 def minimize(case: Case, verdict: Verdict, executor: Any, reference: Any, *,
-             budget: Budget = Budget(), label: str = "") -> Minimized | None:
+             budget: Budget = Budget(), label: str = "",
+             shrink: ShrinkBudget | None = None) -> Minimized | None:
     """A smaller case on which ``executor`` still fails, or None when nothing smaller
-    fails (or the smaller case no longer fails when judged in full)."""
-    s = _Search(executor, reference, budget)
+    fails (or the smaller case no longer fails when judged in full). ``shrink``: the
+    test's shrink budget, which this search spends from (CONF-114)."""
+    s = _Search(executor, reference, budget, shrink=shrink)
     steps: list[str] = []
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -312,7 +328,7 @@ def minimize(case: Case, verdict: Verdict, executor: Any, reference: Any, *,
     small = Case(sub.graph, values, op=case.op, dtype=case.dtype,
                  shape_class=case.shape_class, seed=case.seed)
     try:
-        final = check_case(small, s.executor, reference, label=label)
+        final = check_case(small, s.executor, reference, label=label, budget=s.shrink)
     except Exception:
         return None
     if final.ok:
@@ -344,10 +360,12 @@ def _isolate_raising(s: _Search, case: Case, steps: list[str]) -> _Sub | None:
 
 
 def minimize_raised(case: Case, error: ExecutorRaised, executor: Any, reference: Any, *,
-                    budget: Budget = Budget()) -> Minimized | None:
+                    budget: Budget = Budget(), shrink: ShrinkBudget | None = None
+                    ) -> Minimized | None:
     """A smaller case on which ``executor`` still raises ``error``'s exception type (CONF-19),
     or None when nothing smaller raises it."""
-    s = _Search(executor, reference, budget, raises=type(error.original).__name__)
+    s = _Search(executor, reference, budget, raises=type(error.original).__name__,
+                shrink=shrink)
     steps: list[str] = []
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -359,7 +377,7 @@ def minimize_raised(case: Case, error: ExecutorRaised, executor: Any, reference:
     small = Case(sub.graph, values, op=case.op, dtype=case.dtype,
                  shape_class=case.shape_class, seed=case.seed)
     try:  # judged again in full, even when the budget is spent
-        check_case(small, s.executor, reference)
+        check_case(small, s.executor, reference, budget=s.shrink)
     except ExecutorRaised as e:
         if type(e.original).__name__ == s.raises:
             return Minimized(small, Verdict(False, message=e.describe()),
@@ -371,14 +389,15 @@ def minimize_raised(case: Case, error: ExecutorRaised, executor: Any, reference:
 
 
 def minimize_stored(case: Case, verdict: Verdict, executor: Any, reference: Any,
-                    artifacts: ArtifactDir, *, label: str, budget: Budget | None
-                    ) -> tuple[Case, Verdict, str]:
+                    artifacts: ArtifactDir, *, label: str, budget: Budget | None,
+                    shrink: ShrinkBudget | None = None) -> tuple[Case, Verdict, str]:
     """In hypothesis' final example: minimise, store the case as generated under
     ``original/`` and the minimised one in the test's directory. Returns the case and
     verdict to report and a note for the failure message (unchanged when not minimised)."""
     if budget is None or budget.seconds <= 0 or budget.calls <= 0 or not in_final_example():
         return case, verdict, ""
-    small = minimize(case, verdict, executor, reference, budget=budget, label=label)
+    small = minimize(case, verdict, executor, reference, budget=budget, label=label,
+                     shrink=shrink)
     if small is None:
         return case, verdict, ""
     orig = artifacts.write_case(case.graph, case.inputs, sub="original",
@@ -391,13 +410,14 @@ def minimize_stored(case: Case, verdict: Verdict, executor: Any, reference: Any,
 
 
 def minimize_raised_stored(case: Case, error: ExecutorRaised, executor: Any, reference: Any,
-                           artifacts: ArtifactDir, *, budget: Budget | None) -> str:
+                           artifacts: ArtifactDir, *, budget: Budget | None,
+                           shrink: ShrinkBudget | None = None) -> str:
     """:func:`minimize_stored` for a case on which the executor raised: the minimised case
     in the test's directory, the case as generated under ``original/``. Returns the note
     for the failure message ("" when not minimised)."""
     if budget is None or budget.seconds <= 0 or budget.calls <= 0 or not in_final_example():
         return ""
-    small = minimize_raised(case, error, executor, reference, budget=budget)
+    small = minimize_raised(case, error, executor, reference, budget=budget, shrink=shrink)
     if small is None:
         return ""
     orig = artifacts.write_case(case.graph, case.inputs, sub="original",

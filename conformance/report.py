@@ -146,7 +146,8 @@ def record_of(report: pytest.TestReport) -> dict[str, Any]:
                            "rules": sorted(rules), "duration": round(report.duration, 6)}
     if meta.get("not_covered"):  # why an (op, dtype) cannot be tested (CONF-21)
         rec["not_covered"] = str(meta["not_covered"])
-    for key in ("structures", "calls", "value_checks", "examples", "deviations"):
+    for key in ("structures", "calls", "value_checks", "examples", "deviations",
+                "shrink_calls", "shrink_structures", "shrink_stopped"):  # CONF-116
         if meta.get(key) is not None:
             rec[key] = meta[key]
     if meta.get("value_reach"):  # CONF-102
@@ -422,6 +423,8 @@ def build_report(results: dict[str, dict[str, Any]], rules_defined: dict[str, st
                "not_covered_pairs": len(not_covered), "not_run_pairs": len(not_run),
                "structures": total("structures"),
                "calls": total("calls"), "value_checks": total("value_checks"),
+               "shrink_calls": total("shrink_calls"),
+               "shrink_structures": total("shrink_structures"),
                "seconds": seconds, "complete": bool(meta.get("complete", False))}
     return {
         "meta": meta,

@@ -61,6 +61,13 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--conformance-minimize", type=float, default=5.0, metavar="SECONDS",
                     help="time to minimise each stored failing case (graph and values; "
                          "0 turns it off; default 5)")
+    group.addoption("--conformance-shrink-calls", type=int, default=None, metavar="N",
+                    help="executor calls a failing test may spend shrinking (hypothesis' "
+                         "shrink, minimisation, divergence search, history replays); default "
+                         "9x a passing test's calls, so a failing test costs at most 10x")
+    group.addoption("--conformance-shrink-structures", type=int, default=None, metavar="N",
+                    help="new graph structures (compiles) a failing test may give the "
+                         "executor while shrinking; default 9x a passing test's graphs")
     _add_generation_options(group)
     _add_shard_options(group)
 

@@ -20,6 +20,7 @@ from .minimize import budget_from
 from .outcomes import record
 from .pipeline import under_test
 from .sequences import FAMILIES, build_sequence
+from .shrink_budget import SHRINK_FACTOR, budget_option
 from .verdicts import Failure
 
 RULES = ("CONF-90", "CONF-91", "CONF-92", "CONF-109", "EXEC-5", "MUT-4", "TOL-1")
@@ -76,8 +77,12 @@ def test_state_sequence(family: str, executor: Any, reference: Any,
                         skipped="not done under --conformance-isolate (replays would run "
                                 "in this process)")
     else:
+        most = budget_option(config, "calls"), budget_option(config, "structures")
         shrunk = shrink(previous, last, failure.kind, fresh_executors(config), reference,
-                        label=label, seconds=budget.seconds if budget is not None else None)
+                        label=label, seconds=budget.seconds if budget is not None else None,
+                        calls=SHRINK_FACTOR * len(steps) if most[0] is None else most[0],
+                        structures=(SHRINK_FACTOR * len(tally.structures)
+                                    if most[1] is None else most[1]))  # CONF-115
     dropped = (f"; the oldest {history.dropped} calls were not kept (memory budget)"
                if history.dropped else "")
     verdict = Failure(failure.message, artifacts=where, repro=where / "repro.py",
