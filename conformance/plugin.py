@@ -27,7 +27,7 @@ import pytest
 from _pytest.outcomes import Failed
 from hypothesis import settings
 
-from . import expectations, isolate, smoke
+from . import example_db, expectations, isolate, smoke
 from . import report as reporting
 from .artifacts import ArtifactDir
 from .calls import ExecutorRaised, is_suite_error, quiet, suite_error_message
@@ -79,6 +79,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_PREVIOUS] = (settings.get_current_profile_name(), settings.get_profile("ci"))
     settings.register_profile("ci", **PROFILES["ci"])
     settings.load_profile(config.getoption("hypothesis_profile", None) or "dev")
+    example_db.apply(config)  # CONF-128: the shared example database, in any profile
     spec = config.getoption("executor")
     if spec:
         try:
@@ -92,6 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     pop_strict()
+    example_db.restore(config)
     previous = config.stash.get(_PREVIOUS, None)
     if previous is not None:
         name, ci = previous

@@ -60,6 +60,10 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--conformance-minimize", type=float, default=5.0, metavar="SECONDS",
                     help="time to minimise each stored failing case (graph and values; "
                          "0 turns it off; default 5)")
+    group.addoption("--conformance-db", default=None, metavar="DIR|redis://HOST:PORT/N",
+                    help="hypothesis example database for every profile (a directory or a "
+                         "Redis URL): failing examples are saved there and replayed first, "
+                         "by every run and host sharing it")
     _add_generation_options(group)
 
 
@@ -81,6 +85,7 @@ def targets_conformance(config: pytest.Config, here: Path) -> bool:
     opt = config.option
     if getattr(opt, "executor", None) or any(
             getattr(opt, name, None) for name in ("conformance_xfails", "conformance_report",
+                                                  "conformance_db",
                                                   "conformance_isolate",
                                                   "conformance_strict",
                                                   "conformance_smoke")):
@@ -109,7 +114,8 @@ def header_lines(config: pytest.Config, executor: Callable[[], ResolvedExecutor]
     shown = ", ".join(f"{k}={v!r}" for k, v in env.items()) or "(none set)"
     flags = [f"profile {settings.get_current_profile_name()!r}",
              f"artifacts {config.getoption('conformance_artifacts')}"]
-    for opt in ("conformance_xfails", "conformance_report", "conformance_timeout"):
+    for opt in ("conformance_xfails", "conformance_report", "conformance_timeout",
+                "conformance_db"):
         if config.getoption(opt) is not None:
             flags.append(f"{opt.split('_', 1)[1]} {config.getoption(opt)}")
     for opt in ("conformance_strict", "conformance_isolate"):
