@@ -1,9 +1,10 @@
 """The run's shared hypothesis example database (``--conformance-db``, CONF-128).
 
 ``--conformance-db=DIR`` or ``--conformance-db=redis://host:port/N`` makes every hypothesis
-profile of the run (``ci`` included, which keeps no database by default) save each failing
-example to that database and replay what it holds first (hypothesis' *reuse* phase). A
-database shared by CI hosts makes a failure found on one replayed first on all the others.
+profile of the run (``ci`` included, which keeps no database by default; applied by
+``run_profile.apply``) save each failing example to that database and replay what it
+holds first (hypothesis' *reuse* phase). A database shared by CI hosts makes a failure
+found on one replayed first on all the others.
 The database classes are hypothesis' own: ``DirectoryBasedExampleDatabase`` and
 ``hypothesis.extra.redis.RedisExampleDatabase`` (which needs the ``redis`` package, part of
 the ``test`` extra). Examples are keyed by test id (``Harness.run``), so hosts with
@@ -16,15 +17,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import pytest
-from hypothesis import settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-__all__ = ["apply", "describe", "open_database", "restore"]
-
-_PREVIOUS = pytest.StashKey[tuple[str, settings]]()
-_DESCRIBED = pytest.StashKey[str]()
-
+__all__ = ["ExampleDatabaseError", "open_database"]
 
 class ExampleDatabaseError(ValueError):
     """``--conformance-db`` names a database that cannot be opened."""
@@ -64,39 +59,3 @@ def _redis(url: str) -> ExampleDatabase:
         raise ExampleDatabaseError(f"--conformance-db={url}: the Redis server does not "
                                    f"answer: {e} [CONF-128]") from None
     return RedisExampleDatabase(client)
-
-
-def apply(config: pytest.Config) -> None:
-    """Give the loaded hypothesis profile the database of ``--conformance-db`` (if set);
-    :func:`restore` puts the profile back at the end of the run."""
-    where = config.getoption("conformance_db", None)
-    if not where:
-        return
-    try:
-        db, text = open_database(str(where))
-    except ExampleDatabaseError as e:
-        raise pytest.UsageError(str(e)) from None
-    name = settings.get_current_profile_name()
-    previous = settings.get_profile(name)
-    config.stash[_PREVIOUS] = (name, previous)
-    config.stash[_DESCRIBED] = text
-    # a child of the profile: ``derandomize`` stays as the profile has it (the database is
-    # replayed first, then the same derandomized search runs)
-    settings.register_profile(name, settings(previous, database=db))
-    settings.load_profile(name)
-
-
-def restore(config: pytest.Config) -> None:
-    """The profile as it was before :func:`apply` (an in-process run leaves no database)."""
-    previous = config.stash.get(_PREVIOUS, None)
-    if previous is not None:
-        name, profile = previous
-        settings.register_profile(name, profile)
-        if settings.get_current_profile_name() == name:
-            settings.load_profile(name)
-        del config.stash[_PREVIOUS]
-
-
-def describe(config: pytest.Config) -> str | None:
-    """The database of this run, for the header; ``None`` without ``--conformance-db``."""
-    return config.stash.get(_DESCRIBED, None)

@@ -27,7 +27,7 @@ import pytest
 from _pytest.outcomes import Failed
 from hypothesis import settings
 
-from . import example_db, expectations, isolate, smoke
+from . import expectations, isolate, run_profile, selection, smoke
 from . import report as reporting
 from .artifacts import ArtifactDir
 from .calls import ExecutorRaised, is_suite_error, quiet, suite_error_message
@@ -79,7 +79,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_PREVIOUS] = (settings.get_current_profile_name(), settings.get_profile("ci"))
     settings.register_profile("ci", **PROFILES["ci"])
     settings.load_profile(config.getoption("hypothesis_profile", None) or "dev")
-    example_db.apply(config)  # CONF-128: the shared example database, in any profile
+    run_profile.apply(config)  # --conformance-db, --conformance-max-examples
+    selection.configure(config)
     spec = config.getoption("executor")
     if spec:
         try:
@@ -93,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     pop_strict()
-    example_db.restore(config)
+    run_profile.restore(config)
     previous = config.stash.get(_PREVIOUS, None)
     if previous is not None:
         name, ci = previous
@@ -145,6 +146,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if not _active(config):
         return []
     lines = header_lines(config, lambda: resolved_executor(config))
+    lines += [f"eager-conformance: {said}" for said in run_profile.describe(config)]
     extra = isolate.header(config)
     return lines + ([extra] if extra else [])
 
@@ -155,6 +157,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not _active(config):
         return
     reporting.mark_spec_rules(items)
+    selection.select_ops(config, items, _in_suite)  # --conformance-ops (CONF-130)
     if config.getoption("conformance_smoke"):
         smoke.select(config, items, _in_suite)
 
@@ -162,6 +165,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_finish(session: pytest.Session) -> None:
     if _active(session.config):
         reporting.collected(session.config, len(session.items))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """``--conformance-list`` prints the selection and runs nothing (CONF-132)."""
+    if not _active(session.config) or not session.config.getoption("conformance_list"):
+        return None
+    selection.print_list(session.config, [it for it in session.items if _in_suite(it)])
+    return True
 
 
 @pytest.hookimpl(optionalhook=True)

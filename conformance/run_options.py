@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from .executors import ExecutorSpecError, ResolvedExecutor, relevant_env
+from .selection import add_selection_options
 
 __all__ = ["PROFILES", "add_options", "header_lines", "targets_conformance"]
 
@@ -65,6 +66,7 @@ def add_options(parser: pytest.Parser) -> None:
                          "Redis URL): failing examples are saved there and replayed first, "
                          "by every run and host sharing it")
     _add_generation_options(group)
+    add_selection_options(group)
 
 
 def _add_generation_options(group: Any) -> None:
@@ -85,7 +87,8 @@ def targets_conformance(config: pytest.Config, here: Path) -> bool:
     opt = config.option
     if getattr(opt, "executor", None) or any(
             getattr(opt, name, None) for name in ("conformance_xfails", "conformance_report",
-                                                  "conformance_db",
+                                                  "conformance_db", "conformance_ops",
+                                                  "conformance_list",
                                                   "conformance_isolate",
                                                   "conformance_strict",
                                                   "conformance_smoke")):
@@ -114,8 +117,7 @@ def header_lines(config: pytest.Config, executor: Callable[[], ResolvedExecutor]
     shown = ", ".join(f"{k}={v!r}" for k, v in env.items()) or "(none set)"
     flags = [f"profile {settings.get_current_profile_name()!r}",
              f"artifacts {config.getoption('conformance_artifacts')}"]
-    for opt in ("conformance_xfails", "conformance_report", "conformance_timeout",
-                "conformance_db"):
+    for opt in ("conformance_xfails", "conformance_report", "conformance_timeout"):
         if config.getoption(opt) is not None:
             flags.append(f"{opt.split('_', 1)[1]} {config.getoption(opt)}")
     for opt in ("conformance_strict", "conformance_isolate"):
