@@ -27,7 +27,7 @@ import pytest
 from _pytest.outcomes import Failed
 from hypothesis import settings
 
-from . import expectations, isolate, run_profile, selection, smoke
+from . import expectations, isolate, provisional, run_profile, selection, smoke
 from . import report as reporting
 from .artifacts import ArtifactDir
 from .calls import ExecutorRaised, is_suite_error, quiet, suite_error_message
@@ -266,6 +266,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         rep.longrepr = verdict.render()  # no traceback of the suite's
     if rep.when == "call":
         item._conformance_call_report = rep  # type: ignore[attr-defined]
+    provisional.apply(item, rep, suite_error)  # CONF-133: before the expectations
     expectations.apply(item, rep)
     reporting.junit_after(item, rep)
     return rep
@@ -282,7 +283,7 @@ def pytest_report_teststatus(report: pytest.TestReport | pytest.CollectReport,
                              and value.get("outcome") == SUITE_ERROR_OUTCOME
                              for key, value in report.user_properties):
         return "failed", "S", "SUITE ERROR"
-    return expectations.status(report)
+    return provisional.status(report) or expectations.status(report)
 
 
 # -- results (on the controller under xdist) ---------------------------------------------------
@@ -291,6 +292,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if config is None:
         return
     _count(config, report)
+    provisional.add_result(config, report)
     expectations.add_result(config, report)
     reporting.add_result(config, report)
 
@@ -312,6 +314,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     if not _active(config):
         return
     expectations.summary(terminalreporter, config)
+    provisional.summary(terminalreporter, config)
     c = config.stash[_COUNTS]
     if c["tests"]:
         terminalreporter.write_line(
