@@ -127,7 +127,8 @@ def executor_errstate() -> AbstractContextManager[Any]:
     filters = _OUTER_FILTERS.get()
     if filters is not None and threading.current_thread() is threading.main_thread():
         stack.enter_context(warnings.catch_warnings())
-        warnings.filters[:] = filters
+        live: Any = warnings.filters
+        live[:] = filters
         getattr(warnings, "_filters_mutated", lambda: None)()  # drop the filter cache
     return stack
 
