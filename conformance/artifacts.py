@@ -58,8 +58,12 @@ from pathlib import Path
 
 EXECUTOR = {spec!r}
 WORKDIR = {workdir!r}  # where pytest ran: the executor's module is importable from there
-if WORKDIR not in sys.path:
-    sys.path.append(WORKDIR)
+# the folders the executor's module and the suite were imported from (CONF-135): no
+# PYTHONPATH to set by hand
+IMPORT_PATHS = {paths!r}
+for _path in [*IMPORT_PATHS, WORKDIR]:
+    if _path not in sys.path:
+        sys.path.append(_path)
 
 from {module} import {function}  # noqa: E402
 
@@ -80,7 +84,21 @@ def repro_script(doc: str, replayer: str, args: str, spec: str, workdir: str) ->
     that returns."""
     module, function = replayer.split(":")
     return _SCRIPT.format(doc=doc.rstrip("\n"), spec=spec, workdir=workdir, module=module,
-                          function=function, args=args)
+                          function=function, args=args, paths=import_paths(spec))
+
+
+def import_paths(spec: str) -> list[str]:
+    """The folder ``spec``'s module (``module:attr``, already imported) was imported from,
+    then the one holding this suite's package (CONF-135)."""
+    paths = []
+    module_name = spec.partition(":")[0] if ":" in spec else ""
+    file = getattr(sys.modules.get(module_name), "__file__", None)
+    if file:
+        where = Path(file).resolve()
+        depth = module_name.count(".") + (2 if where.name == "__init__.py" else 1)
+        paths.append(str(where.parents[depth - 1]))
+    suite_root = str(Path(__file__).resolve().parents[1])
+    return paths + ([suite_root] if suite_root not in paths else [])
 
 
 def case_repro(test_id: str, rel: Path | str, spec: str, workdir: str) -> str:
@@ -270,12 +288,27 @@ def replay(directory: Path | str, executor_spec: str, out: Any = None) -> int:
         return 3
     if not verdict.ok:
         print(f"FAIL: {verdict.message}", file=stream)
+        _print_diagnosis(graph, inputs, verdict, stream)
         return 1
     if problems:
         print("FAIL: " + "; ".join(problems), file=stream)
         return 1
     print(f"OK: {executor_spec} agrees with the reference on {directory}", file=stream)
     return 0
+
+
+def _print_diagnosis(graph: Graph, inputs: Sequence[np.ndarray], verdict: Any,
+                     stream: Any) -> None:
+    """The failure's ``diagnosis:`` block (CONF-40), as in the test's message (CONF-135)."""
+    from .diagnosis import annotate
+
+    try:
+        with np.errstate(all="ignore"):
+            text, _ = annotate(graph, inputs, verdict.expected, verdict.actual)
+    except Exception:
+        return  # a diagnosis never hides the failure
+    if text:
+        print(text, file=stream)
 
 
 def _refusal_side_effects(directory: Path | str, executor: Any) -> str:

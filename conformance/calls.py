@@ -15,9 +15,11 @@ that was in force outside that boundary, so its own warnings still reach the ven
 
 from __future__ import annotations
 
+import threading
 import traceback
+import warnings
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any
 
@@ -45,6 +47,9 @@ PLEASE_REPORT = ("this is a bug in the conformance suite, not in your executor; 
 
 #: numpy error state outside the outermost :func:`quiet` block (None: not inside one)
 _OUTER: ContextVar[Any] = ContextVar("conformance_outer_errstate", default=None)
+#: the warning filters outside the outermost :func:`quiet` block
+_OUTER_FILTERS: ContextVar[list[Any] | None] = ContextVar("conformance_outer_filters",
+                                                          default=None)
 
 
 class SuiteError(Exception):
@@ -91,20 +96,41 @@ def quiet() -> Iterator[None]:
     """The suite's boundary: numpy floating-point warnings of the suite's own code are
     ignored inside; :func:`executor_errstate` restores the outer state for the executor."""
     outer = np.geterr()
-    token = _OUTER.set(outer) if _OUTER.get() is None else None
-    try:
+    if _OUTER.get() is not None:  # nested: the outermost block already holds
         with np.errstate(all="ignore"):
             yield
-    finally:
-        if token is not None:
+        return
+    token = _OUTER.set(outer)
+    with warnings.catch_warnings():
+        # also the RuntimeWarnings numpy issues itself, which errstate does not govern
+        # ("Mean of empty slice", "All-NaN slice encountered", "Degrees of freedom <= 0")
+        filters = _OUTER_FILTERS.set(list(warnings.filters))
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
+        try:
+            with np.errstate(all="ignore"):
+                yield
+        finally:
+            _OUTER_FILTERS.reset(filters)
             _OUTER.reset(token)
 
 
 def executor_errstate() -> AbstractContextManager[Any]:
-    """The numpy error state the executor runs under: the one outside the suite's
-    outermost :func:`quiet` block (CONF-24)."""
+    """The numpy error state and warning filters the executor runs under: those outside
+    the suite's outermost :func:`quiet` block (CONF-24). Warning filters are process-wide:
+    they are restored on the main thread only (threads the suite starts, EXEC-8, keep the
+    suite's)."""
     outer = _OUTER.get()
-    return np.errstate(**outer) if outer is not None else nullcontext()
+    if outer is None:
+        return nullcontext()
+    stack = ExitStack()
+    stack.enter_context(np.errstate(**outer))
+    filters = _OUTER_FILTERS.get()
+    if filters is not None and threading.current_thread() is threading.main_thread():
+        stack.enter_context(warnings.catch_warnings())
+        live: Any = warnings.filters
+        live[:] = filters
+        getattr(warnings, "_filters_mutated", lambda: None)()  # drop the filter cache
+    return stack
 
 
 def is_suite_error(exc: BaseException) -> bool:

@@ -6,7 +6,9 @@ may also name a ready-made object. The result must satisfy ``interpreter.executo
 and declare valid ``devices`` (EXEC-10); the suite wraps it once, in
 ``pipeline.ExecutorUnderTest``.
 Every problem raises :class:`ExecutorSpecError` with a one-line message (a constructor
-raising ``ExecutorUnavailableError``: the executor cannot run here, and why, EXEC-13).
+raising ``ExecutorUnavailableError``: the executor cannot run here, and why, EXEC-13);
+an exception raised by the vendor's code while its module imports or its object is built
+adds that code's traceback (``file:line``, CONF-129).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import importlib
 import importlib.metadata
 import os
 import sys
+import traceback
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,8 +108,10 @@ def resolve(spec: str | None) -> ResolvedExecutor:
     try:
         obj: Any = importlib.import_module(module_name)
     except Exception as e:
-        raise ExecutorSpecError(f"--executor={spec}: cannot import module {module_name!r}: "
-                                f"{type(e).__name__}: {_one_line(e)}") from None
+        line = (f"--executor={spec}: cannot import module {module_name!r}: "
+                f"{type(e).__name__}: {_one_line(e)}")
+        raise ExecutorSpecError(line if _not_found(e, module_name)
+                                else _with_traceback(line, e)) from None
     walked = module_name
     for part in path.split("."):
         if not hasattr(obj, part):
@@ -121,9 +126,9 @@ def resolve(spec: str | None) -> ResolvedExecutor:
             raise ExecutorSpecError(f"--executor={spec}: {walked} cannot run on this machine: "
                                     f"{_one_line(e)}") from None
         except Exception as e:
-            raise ExecutorSpecError(f"--executor={spec}: calling {walked}() with no "
-                                    f"arguments failed: {type(e).__name__}: {_one_line(e)}"
-                                    ) from None
+            raise ExecutorSpecError(_with_traceback(
+                f"--executor={spec}: calling {walked}() with no arguments failed: "
+                f"{type(e).__name__}: {_one_line(e)}", e)) from None
     if not isinstance(obj, Executor):
         raise ExecutorSpecError(f"--executor={spec}: {type(obj).__name__} object is not an "
                                 "Executor (it needs a method execute(graph, inputs)) "
@@ -133,6 +138,27 @@ def resolve(spec: str | None) -> ResolvedExecutor:
     except TypeError as e:
         raise ExecutorSpecError(f"--executor={spec}: {_one_line(e)}") from None
     return ResolvedExecutor(spec, obj, module_name, module_version(module_name))
+
+
+def _not_found(e: Exception, module_name: str) -> bool:
+    """The named module (or a package above it) does not exist: nothing of the vendor's
+    ran, so one line says it all."""
+    name = getattr(e, "name", None)
+    return isinstance(e, ModuleNotFoundError) and bool(name) and (
+        module_name == name or module_name.startswith(f"{name}."))
+
+
+def _with_traceback(line: str, e: BaseException) -> str:
+    """``line``, then the traceback of ``e`` without the frames of the import machinery
+    and of this module: the vendor's ``file:line`` frames (CONF-129)."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if f.filename != __file__ and not f.filename.startswith("<frozen importlib")
+              and not f.filename.endswith(os.path.join("importlib", "__init__.py"))]
+    if not frames:
+        return line
+    return (f"{line}\nTraceback (most recent call last; the suite's frames left out):\n"
+            + "".join(traceback.format_list(frames))
+            + "".join(traceback.format_exception_only(e))).rstrip()
 
 
 def _one_line(e: BaseException) -> str:

@@ -29,7 +29,16 @@ import pytest
 from _pytest.outcomes import Failed
 from hypothesis import settings
 
-from . import expectations, isolate, report_junit, shard, smoke
+from . import (
+    expectations,
+    isolate,
+    provisional,
+    report_junit,
+    run_profile,
+    selection,
+    shard,
+    smoke,
+)
 from . import report as reporting
 from .artifacts import ArtifactDir
 from .calls import ExecutorRaised, is_suite_error, quiet, suite_error_message
@@ -82,6 +91,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_PREVIOUS] = (settings.get_current_profile_name(), settings.get_profile("ci"))
     settings.register_profile("ci", **PROFILES["ci"])
     settings.load_profile(config.getoption("hypothesis_profile", None) or "dev")
+    run_profile.apply(config)  # --conformance-db, --conformance-max-examples
+    selection.configure(config)
     spec = config.getoption("executor")
     if spec:
         try:
@@ -95,6 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     pop_strict()
+    run_profile.restore(config)
     previous = config.stash.get(_PREVIOUS, None)
     if previous is not None:
         name, ci = previous
@@ -120,7 +132,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def _header(config: pytest.Config) -> list[str]:
     """The suite's header lines: executor, flags, generation, seed, environment."""
-    return header_lines(config, lambda: resolved_executor(config))
+    lines = header_lines(config, lambda: resolved_executor(config))
+    return lines + [f"eager-conformance: {said}" for said in run_profile.describe(config)]
 
 
 @pytest.hookimpl(trylast=True)
@@ -165,6 +178,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not _active(config):
         return
     reporting.mark_spec_rules(items)
+    selection.select_ops(config, items, _in_suite)  # --conformance-ops (CONF-130)
     if config.getoption("conformance_smoke"):
         smoke.select(config, items, _in_suite)
     shard.select(config, items)  # CONF-120: after every other selection
@@ -173,6 +187,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_collection_finish(session: pytest.Session) -> None:
     if _active(session.config):
         reporting.collected(session.config, len(session.items))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> bool | None:
+    """``--conformance-list`` prints the selection and runs nothing (CONF-132)."""
+    if not _active(session.config) or not session.config.getoption("conformance_list"):
+        return None
+    selection.print_list(session.config, [it for it in session.items if _in_suite(it)])
+    return True
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -265,6 +288,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         rep.longrepr = verdict.render()  # no traceback of the suite's
     if rep.when == "call":
         item._conformance_call_report = rep  # type: ignore[attr-defined]
+    provisional.apply(item, rep, suite_error)  # CONF-133: before the expectations
     expectations.apply(item, rep)
     report_junit.junit_after(item, rep)
     return rep
@@ -281,7 +305,7 @@ def pytest_report_teststatus(report: pytest.TestReport | pytest.CollectReport,
                              and value.get("outcome") == SUITE_ERROR_OUTCOME
                              for key, value in report.user_properties):
         return "failed", "S", "SUITE ERROR"
-    return expectations.status(report)
+    return provisional.status(report) or expectations.status(report)
 
 
 # -- results (on the controller under xdist) ---------------------------------------------------
@@ -293,6 +317,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     report_junit.json_properties(config, report)
     _count(config, report)
     shard.record(config, report)
+    provisional.add_result(config, report)
     expectations.add_result(config, report)
     reporting.add_result(config, report)
 
@@ -314,6 +339,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     if not _active(config):
         return
     expectations.summary(terminalreporter, config)
+    provisional.summary(terminalreporter, config)
     c = config.stash[_COUNTS]
     if c["tests"]:
         terminalreporter.write_line(

@@ -66,7 +66,7 @@ _STATE = pytest.StashKey["_Incremental"]()
 
 def verdict_of(report: pytest.TestReport) -> str:
     """pass / fail / deviation / refused / not_covered / xfail / skip (CONF-4),
-    or suite_error (CONF-22)."""
+    suite_error (CONF-22) or warning (CONF-133)."""
     if report.failed and _suite_error(report):
         return SUITE_ERROR_OUTCOME
     if hasattr(report, "wasxfail"):
@@ -81,6 +81,8 @@ def verdict_of(report: pytest.TestReport) -> str:
             return "not_covered"
         return "skip"
     meta = _meta(report)
+    if meta.get("outcome") == "warning":
+        return "warning"  # failed only provisional rules (CONF-133)
     if meta.get("outcome") == DEVIATION or meta.get("deviations"):
         return DEVIATION  # passed only because a declared class was accepted
     return "pass"

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from .executors import REFERENCE_SPEC, executor_names, module_version
+from .version import SPEC_VERSION, __version__
 
 __all__ = ["executor_version", "metadata", "quiet_header", "seed_line", "selection",
            "suite_version"]
@@ -48,6 +49,7 @@ def selection(config: pytest.Config) -> dict[str, Any]:
     got = {"k": config.getoption("keyword", None) or None,
            "m": config.getoption("markexpr", None) or None,
            "smoke": bool(config.getoption("conformance_smoke", False)) or None,
+           "ops": config.getoption("conformance_ops", None),
            "shard": config.getoption("conformance_shard", None),
            "durations": config.getoption("conformance_durations", None),
            "args": [str(a) for a in config.args] or None}
@@ -65,7 +67,7 @@ def metadata(config: pytest.Config, started: float) -> dict[str, Any]:
     spec = config.getoption("executor", None) or REFERENCE_SPEC
     profile = settings.get_current_profile_name()
     return {"executor": spec, "executor_version": executor_version(spec),
-            "suite_version": suite_version(),
+            "suite_version": suite_version() or __version__, "spec_version": SPEC_VERSION,
             "python": platform.python_version(), "numpy": np.__version__,
             "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
             "started": started, "selection": selection(config),

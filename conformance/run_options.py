@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, Phase, settings
 
 from .executors import ExecutorSpecError, ResolvedExecutor, relevant_env
 from .run_meta import seed_line
+from .selection import add_selection_options
 
 __all__ = ["PROFILES", "add_options", "header_lines", "targets_conformance"]
 
@@ -68,7 +69,12 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--conformance-shrink-structures", type=int, default=None, metavar="N",
                     help="new graph structures (compiles) a failing test may give the "
                          "executor while shrinking; default 9x a passing test's graphs")
+    group.addoption("--conformance-db", default=None, metavar="DIR|redis://HOST:PORT/N",
+                    help="hypothesis example database for every profile (a directory or a "
+                         "Redis URL): failing examples are saved there and replayed first, "
+                         "by every run and host sharing it")
     _add_generation_options(group)
+    add_selection_options(group)
     _add_shard_options(group)
 
 
@@ -103,6 +109,8 @@ def targets_conformance(config: pytest.Config, here: Path) -> bool:
     opt = config.option
     if getattr(opt, "executor", None) or any(
             getattr(opt, name, None) for name in ("conformance_xfails", "conformance_report",
+                                                  "conformance_db", "conformance_ops",
+                                                  "conformance_list",
                                                   "conformance_isolate",
                                                   "conformance_strict",
                                                   "conformance_smoke")):

@@ -143,9 +143,12 @@ _default: Any = None
 
 def _initial_default() -> Any:
     """The executor ``MAX_EAGER_EXECUTOR`` names; unset, the one registered as
-    ``DEFAULT_NAME``, or while none can be built, ``InterpreterExecutor(max_ops=None)`` (SEL-4)."""
+    ``DEFAULT_NAME``, or while none can be built, ``InterpreterExecutor(max_ops=None)`` (SEL-4);
+    unset under ``EAGER_INTERPRETER_DEBUG=1``, that interpreter in debug mode (DEBUG-1)."""
     name = env_executor()
     unset = os.environ.get("MAX_EAGER_EXECUTOR") is None
+    if unset and os.environ.get("EAGER_INTERPRETER_DEBUG", "") == "1":  # DEBUG-1
+        return InterpreterExecutor(max_ops=None)  # in debug mode: it reads the variable
     if unset and DEFAULT_NAME not in executor_names():
         return InterpreterExecutor(max_ops=None)
     e = build_executor(name)

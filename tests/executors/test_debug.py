@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +18,8 @@ from interpreter.graph import ops
 from interpreter.registry import EXACT, REGISTRY, OpDef, register
 from interpreter.registry.rules import elementwise
 from interpreter.testing import assert_same, build
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.spec("DEBUG-2")
@@ -73,3 +79,43 @@ def test_a_nan_constant_is_not_blamed() -> None:
               np.zeros(2, np.float32))
     (out,) = InterpreterExecutor(debug=True).execute(g, [np.zeros(2, np.float32)])
     assert np.isnan(out[0]) and out[1] == np.inf
+
+
+_PROGRAM = """\
+from interpreter.experimental import functional as F
+x = F.constant([1.0, 2.0])
+y = F.log(x - 1.0) - 5.0
+print(y)
+"""
+
+
+@pytest.mark.spec("DEBUG-1", "DEBUG-2", "SEL-4")
+@pytest.mark.parametrize("named", [None, "jit"])
+def test_debug_env_with_the_default_executor_stops_at_the_first_nan(
+        tmp_path: Path, named: str | None) -> None:
+    """``EAGER_INTERPRETER_DEBUG=1`` alone: the default executor is the debug interpreter,
+    which names the first op making a NaN/inf with the program's file:line; an executor
+    named by ``MAX_EAGER_EXECUTOR`` is used as named (no debug check)."""
+    script = tmp_path / "program.py"
+    script.write_text(_PROGRAM)
+    env = {k: v for k, v in os.environ.items() if k != "MAX_EAGER_EXECUTOR"}
+    env |= {"EAGER_INTERPRETER_DEBUG": "1", "PYTHONPATH": str(ROOT)}
+    if named:
+        env["MAX_EAGER_EXECUTOR"] = named
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=120)
+    if named:
+        assert p.returncode == 0 and "-inf" in p.stdout, p.stdout + p.stderr
+    else:
+        assert p.returncode == 1 and "NumericalDebugError" in p.stderr, p.stderr
+        assert f"{script}:3" in p.stderr and "log" in p.stderr, p.stderr
+
+
+@pytest.mark.spec("DEBUG-1", "SEL-4")
+def test_debug_env_selects_the_debug_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    from interpreter import selection
+
+    monkeypatch.delenv("MAX_EAGER_EXECUTOR", raising=False)
+    monkeypatch.setenv("EAGER_INTERPRETER_DEBUG", "1")
+    e = selection._initial_default()
+    assert type(e) is InterpreterExecutor and e.debug and e.max_ops is None
