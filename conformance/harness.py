@@ -131,7 +131,7 @@ class Harness:
         self.reach = ValueReach()  # CONF-102
         self.shrink = self._shrink_budget(graphs_per_cell(config))  # CONF-114
         #: failing example -> the input set that failed and its failure
-        self.failing_set: dict[tuple[str, str], tuple[int, Failed]] = {}
+        self.failing_set: dict[tuple[str, ...], tuple[int, Failed]] = {}
 
     def _shrink_budget(self, graphs: int) -> ShrinkBudget:
         """``--conformance-shrink-calls``/``-structures``, or by default ``SHRINK_FACTOR`` x
@@ -164,7 +164,9 @@ class Harness:
         if self.max_graphs is not None and key not in self.graphs \
                 and len(self.graphs) >= self.max_graphs:
             reject()
-        example = (key, _digest(case.inputs))
+        # the example is its structure and every input set it carries (two examples may
+        # share their first input set and differ in the others)
+        example = (key, _digest(case.inputs), *(_digest(x) for x in case.extra_inputs))
         known = self.failing_set.get(example)
         again = None if known is None else known[0]
         if known is not None and not in_final_example():

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import hypothesis.core as hypothesis_core
 import pytest
 from hypothesis import Phase, settings
 
@@ -108,6 +109,7 @@ def run_suite(tmp_path: Path, executor: str, files: list[str], k: str | None = N
         args += ["-k", k]
     run = SuiteRun(0, artifacts=art)
     profile = settings.get_current_profile_name()
+    forced_seed = hypothesis_core.global_force_seed  # --hypothesis-seed sets it for good
     cwd = os.getcwd()
     try:
         os.chdir(ROOT)
@@ -115,6 +117,7 @@ def run_suite(tmp_path: Path, executor: str, files: list[str], k: str | None = N
     finally:
         os.chdir(cwd)
         settings.load_profile(profile)
+        hypothesis_core.global_force_seed = forced_seed
     return run
 
 
