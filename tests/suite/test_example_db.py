@@ -1,8 +1,8 @@
 """The shared example database (CONF-128): a failure found by one run is replayed first by
 the next run sharing the database, with an empty local cache, against a directory and a
 real Redis server (``redis-server`` from the system packages, started here on a free local
-port; ``.ci/run`` installs it and sets ``CONFORMANCE_REQUIRE_REDIS=1``, so CI fails
-instead of skipping when it is missing)."""
+port; ``.ci/run`` installs it and, once it is installed, sets
+``CONFORMANCE_REQUIRE_REDIS=1``, so a CI run with the server fails instead of skipping)."""
 
 from __future__ import annotations
 
