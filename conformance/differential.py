@@ -201,13 +201,15 @@ def _reference_env(graph: Graph, inputs: Sequence[np.ndarray]
 
 
 def check_case(case: Case, executor: Any, reference: Any, *, label: str = "",
-               locate: bool = True, budget: ShrinkBudget | None = None) -> Verdict:
+               locate: bool = True, budget: ShrinkBudget | None = None,
+               search: bool = True) -> Verdict:
     """Run ``case`` through ``reference`` then ``executor`` and judge the difference.
 
     ``locate=False`` skips the search for the first diverging node where it cannot change
     the verdict (an output with an all-exact upstream fails anyway); the minimiser uses it.
     ``budget`` bounds that search where it cannot change the verdict (CONF-114): it stops
-    with ``search_stopped`` when the next prefix does not fit.
+    with ``search_stopped`` when the next prefix does not fit. ``search=False`` makes no
+    local check at all: a value beyond tolerance fails at once (a batch, CONF-136).
 
     Raises ``ReferenceRefused`` when the reference refuses, and lets the executor's
     ``UnsupportedGraphError`` (a refusal) and any other exception propagate.
@@ -285,6 +287,10 @@ def check_case(case: Case, executor: Any, reference: Any, *, label: str = "",
         else:
             soft.append((value, m.message))
     if not hard and not soft:
+        return verdict
+    if not search:
+        verdict.ok = False
+        verdict.title = verdict.message = f"{title}: values differ (not searched)"
         return verdict
     # Only failing values seed the search: a value within tolerance is no evidence, and a
     # node outside every failing value's cone cannot be its cause.

@@ -13,18 +13,21 @@ import dataclasses
 import hashlib
 import itertools
 import math
+import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
 from _pytest.outcomes import Failed, Skipped
-from hypothesis import reject
+from hypothesis import reject, settings
+from hypothesis.internal.reflection import function_digest
 from hypothesis.errors import Unsatisfiable
 
 from interpreter.errors import UnsupportedGraphError
 from interpreter.registry import REGISTRY
 
 from .artifacts import ArtifactDir
+from .batching import BATCH_CASES, batches, merge_cases, merged_input_sets
 from .calls import ExecutorRaised, quiet, suite_error_message
 from .diagnosis import annotate, explained_by
 from .differential import ReferenceRefused, Verdict, check_case
@@ -66,6 +69,12 @@ def _option(config: Any, name: str, default: Any) -> Any:
         return config.getoption(name)
     except (ValueError, AttributeError):
         return default
+
+
+def _example(case: Case, key: str) -> tuple[str, ...]:
+    """An example's identity: its structure and every input set it carries (two examples
+    may share their first input set and differ in the others)."""
+    return (key, _digest(case.inputs), *(_digest(x) for x in case.extra_inputs))
 
 
 def _digest(inputs: Sequence[Any]) -> str:
@@ -123,6 +132,8 @@ class Harness:
         self.enumerated: set[str] = set()  # structures run on the whole special set
         config = getattr(request, "config", None)
         self.max_graphs: int | None = _option(config, "conformance_max_graphs_per_cell", None)
+        batch = _option(config, "conformance_batch", None)
+        self.batch_cases: int = BATCH_CASES if batch is None else batch  # CONF-136
         self.stopped_refused = False
         self.declared = declared_deviations(request, op, dtype)  # CONF-41
         self.deviations = 0
@@ -132,6 +143,13 @@ class Harness:
         self.shrink = self._shrink_budget(graphs_per_cell(config))  # CONF-114
         #: failing example -> the input set that failed and its failure
         self.failing_set: dict[tuple[str, ...], tuple[int, Failed]] = {}
+        #: batched cells (CONF-136): the cases being collected, the examples a passing
+        #: batch proved, batches run, why batching stopped, the batch input set that failed
+        self._collecting: list[Case] | None = None
+        self.proven: set[tuple[str, ...]] = set()
+        self.batched = 0
+        self.batch_stop = ""
+        self.batch_failure: Case | None = None
 
     def _shrink_budget(self, graphs: int) -> ShrinkBudget:
         """``--conformance-shrink-calls``/``-structures``, or by default ``SHRINK_FACTOR`` x
@@ -164,9 +182,13 @@ class Harness:
         if self.max_graphs is not None and key not in self.graphs \
                 and len(self.graphs) >= self.max_graphs:
             reject()
-        # the example is its structure and every input set it carries (two examples may
-        # share their first input set and differ in the others)
-        example = (key, _digest(case.inputs), *(_digest(x) for x in case.extra_inputs))
+        example = _example(case, key)
+        if self._collecting is not None:  # a batched cell's first pass: collect (CONF-136)
+            self.graphs.add(key)
+            self._collecting.append(case)
+            return Verdict(True)
+        if example in self.proven:
+            return Verdict(True)  # judged in a batch that passed (CONF-136)
         known = self.failing_set.get(example)
         again = None if known is None else known[0]
         if known is not None and not in_final_example():
@@ -355,11 +377,14 @@ class Harness:
         self._write_failure(failure.render())
         failure.fail(self.request, SuiteFailure)
 
-    def run(self, prop: Callable[[], None]) -> None:
+    def run(self, prop: Callable[[], None], *, batch: bool = False) -> None:
         """Run a ``@given`` property; no generated example at all ends as not covered.
 
         The property's database key and derandomization seed are made specific to this
-        test id (parametrized cells share one inner function)."""
+        test id (parametrized cells share one inner function). With ``batch`` (cells whose
+        cases are independent graphs, CONF-136) the examples are first generated without a
+        call and judged in merged graphs; examples a passing batch proved are not judged
+        again when the property then runs as usual (only after a batch that did not pass)."""
         inner = getattr(getattr(prop, "hypothesis", None), "inner_test", None)
         own = getattr(prop, "_hypothesis_internal_use_settings", None)
         if own is not None:  # the test's own number of graphs (CONF-115)
@@ -369,7 +394,11 @@ class Harness:
             inner._hypothesis_internal_add_digest = key
         try:
             with quiet():  # the suite's numpy warnings stay inside (CONF-24)
+                if batch and self._batched(prop, inner, own):
+                    return  # every example was judged in a batch that passed
                 prop()
+                if self.batch_failure is not None:  # a batch failed, its cases alone did
+                    self._judge_failed_batch(self.batch_failure)  # not (CONF-136)
         except _CellRefused:
             pass  # finish() ends the cell refused
         except Unsatisfiable:
@@ -381,13 +410,107 @@ class Harness:
             record(self.request, **self.meta, **self.counts(),  # failures too (CONF-32)
                    value_reach=self.reach.to_json())
 
+    def _batched(self, prop: Callable[[], None], inner: Any, own: Any) -> bool:
+        """CONF-136: generate the property's examples without a call (the example database
+        off: a replay that does not fail would drop a stored example), then judge them in
+        merged graphs of ``batching.batches``. True when every batch passed; at the first
+        batch that does not pass (or anything unusual) False, with ``batch_stop`` saying why
+        and the examples proven so far in ``proven``."""
+        if self.batch_cases <= 1:
+            self.batch_stop = "batching off (--conformance-batch=1)"
+            return False
+        if inner is None or own is None:
+            self.batch_stop = "not a hypothesis property"
+            return False
+        if own.database is not None and any(True for _ in own.database.fetch(
+                function_digest(inner))):
+            self.batch_stop = "the example database holds examples of this test"
+            return False
+        if not own.derandomize and getattr(prop, "_hypothesis_internal_use_seed",
+                                           None) is None:
+            # both passes draw the same examples
+            prop._hypothesis_internal_use_seed = random.getrandbits(128)  # type: ignore[attr-defined]
+        cases: list[Case] = []
+        self._collecting = cases
+        prop._hypothesis_internal_use_settings = settings(own, database=None)  # type: ignore[attr-defined]
+        try:
+            prop()
+        except Exception as e:  # e.g. no example could be generated: the usual run says so
+            self.batch_stop = f"generation: {type(e).__name__}"
+            return False
+        finally:
+            self._collecting = None
+            prop._hypothesis_internal_use_settings = own  # type: ignore[attr-defined]
+        if not cases:
+            self.batch_stop = "no example"
+            return False
+        for group in batches(cases, self.batch_cases):
+            if not self._judge_batch([cases[i] for i in group]):
+                return False
+        return True
+
+    def _judge_failed_batch(self, batch: Case) -> None:
+        """Judge the merged graph of a batch whose cases each passed alone, as a case of its
+        own (a failure is the executor's on a valid graph: its parts interfere)."""
+        label = self.label
+        self.label = (f"{label}: {len(batch.graph.outputs or ())} outputs of independent "
+                      "cases in one graph, each case passing alone [CONF-136]")
+        try:
+            self.check_one(batch)
+        finally:
+            self.label = label
+
+    def _judge_batch(self, cases: list[Case]) -> bool:
+        """Run the merged graph of ``cases`` on each of its input sets; True (and each case's
+        examples, value checks and value reach counted) when every set passes outright."""
+        keys = [c.graph.structural_hash() for c in cases]
+        sets = [list(self._input_sets(c, k)) for c, k in zip(cases, keys, strict=True)]
+        try:
+            graph = merge_cases(cases, name=f"batch_{cases[0].graph.name}")
+        except Exception as e:  # the cases stay judged one by one
+            self.batch_stop = f"merge: {type(e).__name__}: {e}"
+            return False
+        for inputs in merged_input_sets(sets):
+            one = Case(graph, inputs, op=cases[0].op, dtype=cases[0].dtype)
+            try:
+                self.artifacts.write_case(graph, inputs)
+                self.history.record(Step("value", graph, inputs), "")
+                verdict = check_case(one, self.executor, self.reference, label=self.label,
+                                     locate=False, search=False)
+            except UnsupportedGraphError as e:  # one of CONF-34's refusals
+                self.refusals += 1
+                self.refusal_reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+                self.batch_stop = f"batch {self.batched}: refused"
+                return False
+            except ExecutorRaised as e:  # a valid graph: judged after its cases
+                self.batch_stop = f"batch {self.batched}: raised {e.describe()[:200]}"
+                self.batch_failure = one
+                return False
+            except Exception as e:  # e.g. the reference refuses: judged one by one
+                self.batch_stop = f"batch {self.batched}: {type(e).__name__}"
+                return False
+            if not verdict.ok:
+                self.batch_stop = f"batch {self.batched}: values differ"
+                self.batch_failure = one
+                return False
+        self.batched += 1
+        for case, key, judged in zip(cases, keys, sets, strict=True):
+            self.proven.add(_example(case, key))
+            self.examples += 1
+            self.value_checks += len(judged)
+            for each in judged:
+                self._account(each)
+        return True
+
     def counts(self) -> dict[str, Any]:
         """``structures`` (distinct graph structures given to the executor, minimisation
         and local checks included), ``calls`` (executor calls) and ``value_checks``
         (graph x input set pairs judged) so far (CONF-32)."""
         shrink = self.shrink.record() if self.shrink.started else {}
+        batch = ({"batches": self.batched, "batch_stop": self.batch_stop}
+                 if self.batched or self.batch_stop else {})
         return {"structures": len(self.tally.structures), "calls": self.tally.calls,
-                "value_checks": self.value_checks, **shrink}
+                "value_checks": self.value_checks, **shrink, **batch}
 
     def finish(self) -> None:
         """Record the counters; no executed example ends as refused or not covered."""

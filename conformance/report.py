@@ -149,7 +149,8 @@ def record_of(report: pytest.TestReport) -> dict[str, Any]:
     if meta.get("not_covered"):  # why an (op, dtype) cannot be tested (CONF-21)
         rec["not_covered"] = str(meta["not_covered"])
     for key in ("structures", "calls", "value_checks", "examples", "deviations",
-                "shrink_calls", "shrink_structures", "shrink_stopped"):  # CONF-116
+                "shrink_calls", "shrink_structures", "shrink_stopped",  # CONF-116
+                "batches", "batch_stop"):  # CONF-136
         if meta.get(key) is not None:
             rec[key] = meta[key]
     if meta.get("value_reach"):  # CONF-102

@@ -92,10 +92,14 @@ def _add_shard_options(group: Any) -> None:
 
 
 def _add_generation_options(group: Any) -> None:
-    """Options for compiling executors and long runs (CONF-33, CONF-35, CONF-36)."""
+    """Options for compiling executors and long runs (CONF-33, CONF-35, CONF-36,
+    CONF-136)."""
     group.addoption("--conformance-max-graphs-per-cell", type=int, default=None,
                     metavar="N", help="at most N distinct graph structures per test (each "
                     "still runs on several input sets): a budget for slow compilers")
+    group.addoption("--conformance-batch", type=int, default=None, metavar="N",
+                    help="judge up to N independent cases of a cell in one merged graph "
+                         "first (default 8; 1 turns batching off)")
     group.addoption("--conformance-smoke", action="store_true", default=False,
                     help="a coarse subset for pre-merge CI: one op cell per op family and "
                          "dtype kind, one random-graph test, few graphs each")
@@ -157,6 +161,9 @@ def _generation_header(config: pytest.Config) -> str:
     if config.getoption("conformance_max_graphs_per_cell") is not None:
         parts.append(f"at most {config.getoption('conformance_max_graphs_per_cell')} "
                      "graph structures per test")
+    batch = config.getoption("conformance_batch")
+    if batch is not None:
+        parts.append(f"{batch} cases per batch" if batch > 1 else "batching off")
     if config.getoption("conformance_smoke"):
         parts.append("smoke subset")
     slow = config.getoption("conformance_slow_call")

@@ -66,5 +66,5 @@ def test_op_reach(op_name: str, dtype: Any, executor: Any, reference: Any,
     def prop(k: int) -> None:
         h.check(cases[k])
 
-    h.run(prop)
+    h.run(prop, batch=True)  # both structures in one merged graph (CONF-136)
     h.finish()

@@ -52,6 +52,7 @@ __all__ = [
     "OffByOneReduceScatter",
     "OverflowingSigmoid",
     "PooledOutputs",
+    "OutputSlotPerType",
     "RaisingSigmoid",
     "ReciprocalDivision",
     "RefusesAfterWrite",
@@ -606,6 +607,18 @@ def _into_pooled(free: list[np.ndarray], a: Any) -> Any:
     slot = free.pop(k)
     np.copyto(slot, a)
     return slot
+
+
+class OutputSlotPerType(PatchedInterpreter):
+    """An output planner that gives each (dtype, shape) one slot instead of each value: of a
+    graph's outputs of the same type, all read the last one's result. A graph with one
+    output is always right; independent parts in one graph are not (CONF-136)."""
+
+    def run(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        outs = super().run(graph, inputs)
+        last = {(o.dtype, o.shape): o for o in outs if isinstance(o, np.ndarray)}
+        return [np.array(last[(o.dtype, o.shape)]) if isinstance(o, np.ndarray) else o
+                for o in outs]
 
 
 class ScratchReuseIgnoresViews(PatchedInterpreter):
