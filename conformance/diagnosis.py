@@ -47,11 +47,11 @@ from interpreter.evaluate import evaluate
 from interpreter.graph.core import Graph, Node, Value
 from interpreter.types import BufferType
 
-from .compare import compare_arrays, compare_op, same_bits, ulp_distance
+from .compare import _within, compare_arrays, compare_op, same_bits, ulp_distance
 from .layout import byte_exact_buffers, byte_exact_values, nan_bytes
 
-__all__ = ["CLASSES", "Finding", "annotate", "diagnose", "explained_by", "format_findings",
-           "variant_outputs"]
+__all__ = ["CLASSES", "Excuse", "Finding", "Scoped", "annotate", "diagnose", "excuse",
+           "explained_by", "format_findings", "variant_outputs"]
 
 Kernel = Callable[..., Any]
 _F32 = np.dtype(np.float32)
@@ -86,6 +86,35 @@ class _Run:
 
 
 Wrap = Callable[[Node, Kernel, _Run], Kernel | None]
+
+
+@dataclass(frozen=True)
+class Scoped:
+    """A declared class limited to nodes of ``ops`` and to arrays (``ftz``) or nodes (the
+    other classes) of ``dtypes``; None: everywhere (CONF-141)."""
+
+    cls: str
+    dtypes: frozenset[str] | None = None
+    ops: frozenset[str] | None = None
+
+    def __str__(self) -> str:
+        return self.cls
+
+
+def _scoped(c: str | Scoped) -> Scoped:
+    return c if isinstance(c, Scoped) else Scoped(c)
+
+
+def _dtype_name(v: Value) -> str | None:
+    dt = getattr(v.type, "dtype", None)
+    return None if dt is None else str(getattr(dt, "value", dt))
+
+
+def _node_in(node: Node, dtypes: frozenset[str]) -> bool:
+    """Whether a result (or, for a node without tensor results, an operand) of ``node`` has
+    one of ``dtypes``."""
+    names = [_dtype_name(r) for r in node.results] or [_dtype_name(v) for v in node.operands]
+    return any(n in dtypes for n in names)
 
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -123,6 +152,21 @@ def _ftz(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
     if node.op.category in ("buffer", "creation", "random", "debug"):
         return None
     return lambda *a, **k: _each(kernel(*[_flush(x) for x in a], **k), _flush)
+
+
+def _ftz_in(dtypes: frozenset[str]) -> Wrap:
+    """``ftz`` flushing only arrays of ``dtypes`` (operands and results, CONF-141)."""
+
+    def flush(a: Any) -> Any:
+        a = np.asarray(a)
+        return _flush(a) if str(a.dtype) in dtypes else a
+
+    def wrap(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
+        if node.op.category in ("buffer", "creation", "random", "debug"):
+            return None
+        return lambda *a, **k: _each(kernel(*[flush(x) for x in a], **k), flush)
+
+    return wrap
 
 
 def _fma(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
@@ -266,19 +310,32 @@ def _creates(node: Node) -> bool:
 
 
 # -- evaluation --------------------------------------------------------------------------------
-def variant_outputs(graph: Graph, inputs: Sequence[np.ndarray], classes: Sequence[str]
+def variant_outputs(graph: Graph, inputs: Sequence[np.ndarray],
+                    classes: Sequence[str | Scoped]
                     ) -> tuple[dict[str, np.ndarray], list[list[np.ndarray]]] | None:
     """The graph's outputs (``out<i>``) and final buffers (``buf<i>``) under the variant
     composed of ``classes``, with each node's operands; None when no class changes a node.
-    The reference loop (``evaluate``) runs it, each class wrapping the kernel in turn."""
-    wraps = [_VARIANTS[c].wrap for c in classes if c in _VARIANTS]
+    The reference loop (``evaluate``) runs it, each class wrapping the kernel in turn; a
+    :class:`Scoped` class only where its ops and dtypes are (CONF-141)."""
+    scoped = [s for s in map(_scoped, classes) if s.cls in _VARIANTS]
     run = _Run()
     changed = False
+
+    def wraps(node: Node) -> list[Wrap]:
+        out: list[Wrap] = []
+        for s in scoped:
+            if s.ops is not None and node.op.name not in s.ops:
+                continue
+            if s.dtypes is not None and s.cls == "ftz":
+                out.append(_ftz_in(s.dtypes))
+            elif s.dtypes is None or _node_in(node, s.dtypes):
+                out.append(_VARIANTS[s.cls].wrap)
+        return out
 
     def kernel_for(node: Node) -> Kernel | None:
         nonlocal changed
         kernel: Kernel = node.op.kernel
-        for w in wraps:
+        for w in wraps(node):
             k2 = w(node, kernel, run)
             if k2 is not None:
                 kernel, changed = k2, True
@@ -333,7 +390,7 @@ def _agrees(graph: Graph, want: dict[str, np.ndarray], operands: list[list[np.nd
 
 
 def explained_by(graph: Graph, inputs: Sequence[np.ndarray], actual: dict[str, np.ndarray],
-                 classes: Sequence[str]) -> bool:
+                 classes: Sequence[str | Scoped]) -> bool:
     """True when the variant composed of ``classes`` reproduces ``actual`` (CONF-41). No
     class explains a layout (DT-2) or NaN-bytes (DT-6) failure."""
     if _form_findings(graph, None, actual):
@@ -343,13 +400,121 @@ def explained_by(graph: Graph, inputs: Sequence[np.ndarray], actual: dict[str, n
 
 
 def _variant(graph: Graph, inputs: Sequence[np.ndarray], actual: dict[str, np.ndarray],
-             classes: Sequence[str]) -> dict[str, np.ndarray] | None:
+             classes: Sequence[str | Scoped]) -> dict[str, np.ndarray] | None:
     """The variant's values where they reproduce ``actual``'s values (NaN matching NaN)."""
     try:
         got = variant_outputs(graph, inputs, classes)
     except Exception:
         return None
     return got[0] if got is not None and _agrees(graph, got[0], got[1], actual) else None
+
+
+@dataclass
+class Excuse:
+    """What declared classes excuse in one failing example (CONF-140): ``excused``
+    elements (the executor equals the variant there and differs from the reference),
+    ``residual`` (the executor's values with those elements set to the reference's) and
+    ``unexplained``, the mismatch messages of the residual (empty: a deviation)."""
+
+    excused: int
+    residual: dict[str, np.ndarray]
+    unexplained: list[str]
+
+
+def _reference_operands(graph: Graph, inputs: Sequence[np.ndarray]) -> list[list[np.ndarray]]:
+    operands: list[list[np.ndarray]] = []
+
+    def record(pos: int, node: Node, args: list[Any], outs: tuple[Any, ...]) -> None:
+        operands.append([np.array(a, copy=True) for a in args])
+
+    evaluate(graph, [np.array(a, copy=True) for a in inputs], on_node=record)
+    return operands
+
+
+def _element_ok(graph: Graph, key: str, want: np.ndarray, got: np.ndarray,
+                operands: list[list[np.ndarray]]) -> np.ndarray:
+    """Per element: ``got`` equals ``want`` under the producing op's tolerance (bit-exact
+    for buffers and inputs passed through)."""
+    outs = list(graph.outputs or ())
+    producer = {r: k for k, n in enumerate(graph.nodes) for r in n.results}
+    k = producer.get(outs[int(key[3:])]) if key.startswith("out") else None
+    if k is None:
+        return same_bits(want, got)
+    node = graph.nodes[k]
+    tol = node.op.tolerance
+    try:
+        bound = tol.bound(operands[k], node.attrs, want) if len(node.results) == 1 else None
+    except Exception:
+        bound = None
+    return np.asarray(_within(want, got, tol, bound), bool)
+
+
+def _residual_mismatches(graph: Graph, inputs: Sequence[np.ndarray],
+                         expected: dict[str, np.ndarray], residual: dict[str, np.ndarray]
+                         ) -> list[str]:
+    """The mismatches of ``residual`` against the reference, each under its producer's
+    tolerance (TOL-1, TOL-2)."""
+    operands = _reference_operands(graph, inputs)
+    producer = {r: k for k, n in enumerate(graph.nodes) for r in n.results}
+    outs = list(graph.outputs or ())
+    found: list[str] = []
+    for key, e in expected.items():
+        got = residual.get(key)
+        if got is None:
+            found.append(f"{key}: missing")
+            continue
+        k = producer.get(outs[int(key[3:])]) if key.startswith("out") else None
+        label = f"output {key[3:]}" if key.startswith("out") else f"buffer input {key[3:]}"
+        if k is None:
+            m = compare_arrays(e, got, label=label)
+        else:
+            node = graph.nodes[k]
+            if len(node.results) > 1:
+                m = compare_arrays(e, got, node.op.tolerance, label=label)
+            else:
+                m = compare_op(node.op, operands[k], node.attrs, [e], [got],
+                               label=f"{label} ({node.op.name} [{e.dtype}])")
+        if m is not None:
+            found.append(m.message)
+    return found
+
+
+def excuse(graph: Graph, inputs: Sequence[np.ndarray], expected: dict[str, np.ndarray],
+           actual: dict[str, np.ndarray], classes: Sequence[str | Scoped]) -> Excuse | None:
+    """The elements the variant of ``classes`` explains (CONF-140): where the executor equals
+    the variant (under the producer's tolerance; a flushed zero of either sign, CONF-143)
+    and differs from the reference. None when the variant changes nothing, explains no
+    element, or a layout/NaN-bytes finding (DT-2, DT-6) stands."""
+    if not classes or _form_findings(graph, expected, actual):
+        return None
+    try:
+        got = variant_outputs(graph, inputs, classes)
+    except Exception:
+        return None
+    if got is None:
+        return None
+    want, operands = got
+    ftz = any(_scoped(c).cls == "ftz" for c in classes)
+    residual = dict(actual)
+    n = 0
+    for key, w in want.items():
+        e, a = expected.get(key), actual.get(key)
+        if e is None or a is None or not isinstance(a, np.ndarray) or not (
+                e.shape == a.shape == w.shape and e.dtype == a.dtype == w.dtype):
+            continue
+        ok = _element_ok(graph, key, w, a, operands)
+        if ftz and _is_float(a) and a.size:  # the sign of a flushed zero is unspecified
+            tiny = float(ml_dtypes.finfo(a.dtype).smallest_normal)
+            with np.errstate(all="ignore"):
+                e64, a64, w64 = (x.astype(np.float64) for x in (e, a, w))
+                ok = ok | ((a64 == 0) & (w64 == 0) & (e64 != 0) & (np.abs(e64) < tiny))
+        ok = ok & ~same_bits(e, a)
+        if ok.any():
+            residual[key] = np.where(ok, e, a).astype(a.dtype)
+            n += int(ok.sum())
+    if not n:
+        return None
+    return Excuse(n, residual, _residual_mismatches(graph, inputs, expected, residual))
 
 
 def _form_findings(graph: Graph, expected: dict[str, np.ndarray] | None,
@@ -530,17 +695,36 @@ def diagnose(graph: Graph, inputs: Sequence[np.ndarray], expected: dict[str, np.
         return form
     found = [Finding(name, c.rule, c.what) for name, c in _VARIANTS.items()
              if _variant(graph, inputs, actual, [name]) is not None]
+    if len(found) > 1:  # one variant reproducing every element bit-exactly wins (CONF-144)
+        exact = [f for f in found if _exact(graph, inputs, actual, f.cls)]
+        found = exact if len(exact) == 1 else found
     if not found and any(_accesses(n) for n in graph.nodes):
         found = _stale_buffers(graph, actual) or _store_order(graph, inputs, actual)
     return form + (found or _transcendental(graph, expected, actual))
 
 
+def _exact(graph: Graph, inputs: Sequence[np.ndarray], actual: dict[str, np.ndarray],
+           cls: str) -> bool:
+    """Whether the variant of ``cls`` reproduces every value of ``actual`` bit for bit."""
+    try:
+        got = variant_outputs(graph, inputs, [cls])
+    except Exception:
+        return False
+    return got is not None and all(
+        (a := actual.get(k)) is not None and a.shape == w.shape and a.dtype == w.dtype
+        and bool(same_bits(w, a).all()) for k, w in got[0].items())
+
+
 def format_findings(findings: Sequence[Finding]) -> str:
-    """The ``diagnosis:`` block of a failure message (CONF-40)."""
+    """The ``diagnosis:`` block of a failure message (CONF-40); ``ambiguous: A or B`` when
+    more than one variant explains every element (CONF-144)."""
     if not findings:
         return ("diagnosis: unexplained: no known platform effect reproduces these results "
                 f"(checked: {', '.join(CLASSES)})")
-    lines = ["diagnosis:"] + [f"  {f}" for f in findings]
+    variants = [f.cls for f in findings if f.cls in _VARIANTS]
+    head = (f"diagnosis: ambiguous: {' or '.join(variants)}" if len(variants) > 1
+            else "diagnosis:")
+    lines = [head] + [f"  {f}" for f in findings]
     return "\n".join(lines)
 
 

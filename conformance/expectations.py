@@ -49,7 +49,8 @@ import pytest
 
 from .outcomes import REFUSED
 
-__all__ = ["Deviation", "Entry", "declared_deviations", "load", "load_deviations",
+__all__ = ["Deviation", "Entry", "declared_deviations", "declared_scoped", "load",
+           "load_deviations",
            "stale_entries"]
 
 KEYS = frozenset({"test", "op", "dtype", "reason", "example", "strict"})
@@ -60,7 +61,8 @@ _DEVIATIONS = pytest.StashKey[list["Deviation"]]()
 _SEEN = pytest.StashKey[dict[str, int]]()
 PROP = "conformance_xfail"
 TOP_KEYS = frozenset({"xfail", "deviations", "deviation"})
-DEVIATION_KEYS = frozenset({"class", "classes", "test", "op", "dtype", "reason"})
+DEVIATION_KEYS = frozenset({"class", "classes", "test", "op", "dtype", "reason", "dtypes",
+                            "ops"})
 
 
 @dataclass
@@ -145,6 +147,17 @@ class Deviation:
     test: str | None = None
     op: str | None = None
     dtype: str | None = None
+    #: the variant's scope (CONF-141): where the platform does it; None: everywhere
+    dtypes: list[str] | None = None
+    ops: list[str] | None = None
+
+    def scoped(self) -> list[Any]:
+        """The classes as :class:`conformance.diagnosis.Scoped` (CONF-141)."""
+        from .diagnosis import Scoped
+
+        return [Scoped(c, None if self.dtypes is None else frozenset(self.dtypes),
+                       None if self.ops is None else frozenset(self.ops))
+                for c in self.classes]
 
     def matches(self, nodeid: str, op: str | None, dtype: str | None) -> bool:
         if self.test is not None and not fnmatch.fnmatchcase(nodeid, self.test):
@@ -192,8 +205,28 @@ def load_deviations(path: str | Path) -> list[Deviation]:
             if k in t and not isinstance(t[k], str):
                 raise pytest.UsageError(f"{w}: '{k}' must be a string [CONF-41]")
         out.append(Deviation(_classes(t.get("class", t.get("classes")), w),
-                             t.get("reason", ""), t.get("test"), t.get("op"), t.get("dtype")))
+                             t.get("reason", ""), t.get("test"), t.get("op"), t.get("dtype"),
+                             _scope(t, "dtypes", w), _scope(t, "ops", w)))
     return out
+
+
+def _scope(table: dict[str, Any], key: str, where: str) -> list[str] | None:
+    """A ``dtypes``/``ops`` scope: a non-empty list of known dtype (op) names (CONF-141)."""
+    from interpreter.dtype import DType
+    from interpreter.registry import REGISTRY
+
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        raise pytest.UsageError(f"{where}: '{key}' must be a non-empty list of "
+                                f"{'dtype' if key == 'dtypes' else 'op'} names [CONF-141]")
+    known = [d.value for d in DType] if key == "dtypes" else sorted(REGISTRY)
+    bad = [v for v in value if v not in known]
+    if bad:
+        raise pytest.UsageError(f"{where}: unknown {key} {bad}; known: {', '.join(known)} "
+                                f"[CONF-141]")
+    return list(value)
 
 
 def declared_deviations(request: Any, op: str | None, dtype: str | None) -> list[str]:
@@ -206,6 +239,20 @@ def declared_deviations(request: Any, op: str | None, dtype: str | None) -> list
     for d in config.stash.get(_DEVIATIONS, []):
         if d.matches(str(getattr(node, "nodeid", "")), op, dtype):
             found += [c for c in d.classes if c not in found]
+    return found
+
+
+def declared_scoped(request: Any, op: str | None, dtype: str | None) -> list[Any]:
+    """The classes declared for this test with their scopes (CONF-141), as
+    :class:`conformance.diagnosis.Scoped`, in declaration order."""
+    node = getattr(request, "node", request)
+    config = getattr(node, "config", None)
+    if config is None:
+        return []
+    found: list[Any] = []
+    for d in config.stash.get(_DEVIATIONS, []):
+        if d.matches(str(getattr(node, "nodeid", "")), op, dtype):
+            found += [c for c in d.scoped() if c not in found]
     return found
 
 

@@ -29,9 +29,9 @@ from interpreter.registry import REGISTRY
 from .artifacts import ArtifactDir
 from .batching import BATCH_CASES, batches, merge_cases, merged_input_sets
 from .calls import ExecutorRaised, quiet, suite_error_message
-from .diagnosis import annotate, explained_by
+from .diagnosis import Excuse, annotate, excuse, explained_by
 from .differential import ReferenceRefused, Verdict, check_case
-from .expectations import declared_deviations
+from .expectations import declared_scoped
 from .history import History, explain_with_history, fresh_executors
 from .minimize import budget_from, in_final_example, minimize_raised_stored, minimize_stored
 from .outcomes import not_covered, record, refused
@@ -40,7 +40,8 @@ from .sequences import Step
 from .shrink_budget import SHRINK_FACTOR, ShrinkBudget, budget_option
 from .strategies import INPUT_SETS, Case
 from .value_classes import ValueReach
-from .verdicts import Failure
+from .verdicts import Failure, render_findings, rules_in
+from .verdicts import Finding as VFinding
 
 __all__ = ["REFUSAL_STOP", "ExecutorError", "Harness", "SuiteFailure", "graphs_per_cell"]
 
@@ -135,7 +136,7 @@ class Harness:
         batch = _option(config, "conformance_batch", None)
         self.batch_cases: int = BATCH_CASES if batch is None else batch  # CONF-136
         self.stopped_refused = False
-        self.declared = declared_deviations(request, op, dtype)  # CONF-41
+        self.declared = declared_scoped(request, op, dtype)  # CONF-41, CONF-141
         self.deviations = 0
         self.deviated: list[str] = []  # the declared classes seen
         self.history = History()  # the calls of this test on its instance (CONF-91)
@@ -278,24 +279,25 @@ class Harness:
         if self._deviation(case, verdict):
             return verdict
         assert where is not None  # written before the executor ran
+        verdict, judged = self._unexplained(case, verdict)  # CONF-140
         failure = Failure(verdict.title, verdict.findings, artifacts=where,
                           repro=where / "repro.py")
         self.shrink.start(self.tally)  # from here on: shrinking (CONF-114)
         try:
-            # diagnosed on the case as generated: its values tell the classes apart best
-            text, found = (annotate(case.graph, case.inputs, verdict.expected, verdict.actual)
+            # diagnosed on the case as generated: its values tell the classes apart best;
+            # on the elements no declared deviation excuses (CONF-140)
+            text, found = (annotate(case.graph, case.inputs, verdict.expected, judged)
                            if final else ("", []))
-            small, small_verdict, extra = minimize_stored(  # CONF-19
+            small, small_verdict, extra = minimize_stored(  # CONF-19, CONF-142
                 case, verdict, self.executor, self.reference, self.artifacts,
                 label=self.label, budget=budget_from(getattr(self.request, "config", None)),
-                shrink=self.shrink)
-            if not self._explained(small, small_verdict):  # shrunk onto a declared deviation
-                case, verdict = small, small_verdict
+                shrink=self.shrink, excused=self._explained if self.declared else None)
+            if small is not case and not self._explained(small, small_verdict):
+                case, (verdict, judged) = small, self._unexplained(small, small_verdict)
                 failure.title, failure.findings = verdict.title, verdict.findings
                 failure.note(extra)
             if final and not found:
-                text, found = annotate(case.graph, case.inputs, verdict.expected,
-                                       verdict.actual)
+                text, found = annotate(case.graph, case.inputs, verdict.expected, judged)
             if final:  # CONF-40
                 failure.diagnosis, failure.diagnosed = text, found
                 record(self.request, **self.meta, diagnosis=found,
@@ -348,19 +350,44 @@ class Harness:
         dtype = case.dtype.value if case.dtype is not None else self.meta.get("dtype")
         self.reach.add(op, str(dtype or "-"), case.inputs, case.operand_kinds)
 
+    def _excuse(self, case: Case, verdict: Verdict) -> Excuse | None:
+        """The elements of a failing example the declared classes excuse (CONF-140)."""
+        if not self.declared:
+            return None
+        return excuse(case.graph, case.inputs, verdict.expected, verdict.actual,
+                      self.declared)
+
     def _explained(self, case: Case, verdict: Verdict) -> bool:
-        return bool(self.declared) and explained_by(case.graph, case.inputs, verdict.actual,
-                                                    self.declared)
+        """Whether the declared classes explain every differing element (CONF-140)."""
+        found = self._excuse(case, verdict)
+        return found is not None and not found.unexplained
+
+    def _unexplained(self, case: Case, verdict: Verdict
+                     ) -> tuple[Verdict, dict[str, np.ndarray]]:
+        """The failure of the elements no declared class excuses (CONF-140) and the values
+        to diagnose (the executor's, the excused elements set to the reference's)."""
+        found = self._excuse(case, verdict)
+        if found is None:
+            return verdict, verdict.actual
+        names = ", ".join(dict.fromkeys(str(c) for c in self.declared))
+        title = (f"{verdict.title} where no declared deviation explains them (the declared "
+                 f"{names} excused {found.excused} other differing element"
+                 f"{'s' if found.excused != 1 else ''}) [CONF-140]")
+        findings = [VFinding(m, rules_in(m) or ("TOL-1",)) for m in found.unexplained]
+        return dataclasses.replace(verdict, title=title, findings=findings,
+                                   message=render_findings(title, findings)), found.residual
 
     def _deviation(self, case: Case, verdict: Verdict) -> bool:
-        """A failure the declared classes reproduce is a deviation: counted, and the test
-        goes on (CONF-41)."""
+        """A failure whose every differing element the declared classes explain is a
+        deviation: counted (outside shrinking), and the test goes on (CONF-41, CONF-140)."""
         if not self._explained(case, verdict):
             return False
-        self.deviations += 1
-        alone = [c for c in self.declared if len(self.declared) == 1
-                 or explained_by(case.graph, case.inputs, verdict.actual, [c])]
-        self.deviated += [c for c in alone or self.declared if c not in self.deviated]
+        if not self.shrink.started:
+            self.deviations += 1
+        names = list(dict.fromkeys(c.cls for c in self.declared))
+        alone = [n for n in names if len(names) == 1 or explained_by(
+            case.graph, case.inputs, verdict.actual, [c for c in self.declared if c.cls == n])]
+        self.deviated += [c for c in alone or names if c not in self.deviated]
         return True
 
     def _write_failure(self, message: str) -> None:

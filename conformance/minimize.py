@@ -26,7 +26,7 @@ from __future__ import annotations
 import shutil
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,10 +107,16 @@ def in_final_example() -> bool:
     return not currently_in_test_context() or bool(current_build_context().is_final)
 
 
+#: whether declared deviations explain a case's whole failure (CONF-142)
+Excused = Callable[[Case, Verdict], bool]
+
+
 class _Search:
     def __init__(self, executor: Any, reference: Any, budget: Budget,
-                 raises: str | None = None, shrink: ShrinkBudget | None = None) -> None:
+                 raises: str | None = None, shrink: ShrinkBudget | None = None,
+                 excused: Excused | None = None) -> None:
         self.raises = raises  # minimise "raises this exception type", not a mismatch
+        self.excused = excused  # a candidate the declared deviations explain passes
         self.executor = under_test(executor)  # its tally counts the test's calls (CONF-32)
         if shrink is None:  # on its own: the budget's calls, any number of structures
             shrink = ShrinkBudget(budget.calls, budget.calls)
@@ -156,7 +162,8 @@ class _Search:
             return type(e.original).__name__ == self.raises
         except Exception:
             return False  # a refusal or another error is not the failure being minimised
-        return self.raises is None and not v.ok
+        return self.raises is None and not v.ok and not (
+            self.excused is not None and self.excused(Case(graph, list(inputs)), v))
 
 
 # -- graph surgery --------------------------------------------------------------------------
@@ -313,11 +320,14 @@ def _simplify_values(s: _Search, graph: Graph, inputs: list[np.ndarray], steps: 
 
 def minimize(case: Case, verdict: Verdict, executor: Any, reference: Any, *,
              budget: Budget = Budget(), label: str = "",
-             shrink: ShrinkBudget | None = None) -> Minimized | None:
+             shrink: ShrinkBudget | None = None,
+             excused: Excused | None = None) -> Minimized | None:
     """A smaller case on which ``executor`` still fails, or None when nothing smaller
     fails (or the smaller case no longer fails when judged in full). ``shrink``: the
-    test's shrink budget, which this search spends from (CONF-114)."""
-    s = _Search(executor, reference, budget, shrink=shrink)
+    test's shrink budget, which this search spends from (CONF-114); ``excused``: whether
+    the declared deviations explain a candidate's whole failure, which is then no failure
+    (CONF-142)."""
+    s = _Search(executor, reference, budget, shrink=shrink, excused=excused)
     steps: list[str] = []
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -331,7 +341,7 @@ def minimize(case: Case, verdict: Verdict, executor: Any, reference: Any, *,
         final = check_case(small, s.executor, reference, label=label, budget=s.shrink)
     except Exception:
         return None
-    if final.ok:
+    if final.ok or (excused is not None and excused(small, final)):
         return None
     return Minimized(small, final, len(case.graph.nodes), s.calls(), s.elapsed(),
                      s.exhausted, steps)
@@ -390,14 +400,15 @@ def minimize_raised(case: Case, error: ExecutorRaised, executor: Any, reference:
 
 def minimize_stored(case: Case, verdict: Verdict, executor: Any, reference: Any,
                     artifacts: ArtifactDir, *, label: str, budget: Budget | None,
-                    shrink: ShrinkBudget | None = None) -> tuple[Case, Verdict, str]:
+                    shrink: ShrinkBudget | None = None,
+                    excused: Excused | None = None) -> tuple[Case, Verdict, str]:
     """In hypothesis' final example: minimise, store the case as generated under
     ``original/`` and the minimised one in the test's directory. Returns the case and
     verdict to report and a note for the failure message (unchanged when not minimised)."""
     if budget is None or budget.seconds <= 0 or budget.calls <= 0 or not in_final_example():
         return case, verdict, ""
     small = minimize(case, verdict, executor, reference, budget=budget, label=label,
-                     shrink=shrink)
+                     shrink=shrink, excused=excused)
     if small is None:
         return case, verdict, ""
     orig = artifacts.write_case(case.graph, case.inputs, sub="original",

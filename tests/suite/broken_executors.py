@@ -1060,3 +1060,41 @@ class GeluTanhAsErf(PatchedInterpreter):
 
 
 __all__ += ["GeluTanhAsErf"]
+
+
+_WIDE = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+
+
+def _daz_wide(a: Any) -> Any:
+    """:func:`_daz` for float32/float64 only: float16 keeps its subnormals."""
+    return _daz(a) if isinstance(a, np.ndarray) and a.dtype in _WIDE else a
+
+
+def _sigmoid_by_ratio_f32(x: Any) -> Any:
+    """``exp(x) / (1 + exp(x))`` in the operand's own dtype: NaN for float32 x > 88.7."""
+    with np.errstate(all="ignore"):
+        e = np.exp(x)
+        return (e / (x.dtype.type(1) + e)).astype(x.dtype)
+
+
+class ScopedFlushToZeroSigmoidBug(PatchedInterpreter):
+    """FTZ/DAZ in float32 and float64 only (float16 keeps its subnormals, as XLA does), and
+    one independent bug: float32 ``sigmoid`` as ``exp(x) / (1 + exp(x))`` in float32, NaN
+    where ``exp`` overflows (CONF-140, CONF-141)."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        if node.op.name == "sigmoid" and node.operands \
+                and node.operands[0].type.dtype.value == "float32":
+            kernel = _sigmoid_by_ratio_f32
+        if node.op.category in ("buffer", "creation", "random", "debug"):
+            return kernel
+        inner = kernel
+
+        def flushed(*args: Any, **attrs: Any) -> Any:
+            out = inner(*[_daz_wide(a) for a in args], **attrs)
+            if isinstance(out, tuple | list):
+                return type(out)(_daz_wide(o) for o in out)
+            return _daz_wide(out)
+
+        return flushed

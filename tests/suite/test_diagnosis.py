@@ -248,12 +248,16 @@ def test_a_cell_with_only_declared_deviations_reports_deviation(tmp_path: Path) 
     assert meta["deviation_examples"] == 1 and meta["examples"] == 2
 
 
-@pytest.mark.spec("CONF-41")
+@pytest.mark.spec("CONF-41", "CONF-141")
 @pytest.mark.parametrize(("text", "error"), [
     ('deviations = ["flush"]', "unknown deviation classes ['flush']"),
     ('deviations = []', "non-empty list"),
     ('[[deviation]]\nop = "add"', "exactly one of 'class', 'classes'"),
-    ('[[deviation]]\nclass = "ftz"\nops = "add"', "exactly one of 'class', 'classes'"),
+    ('[[deviation]]\nclass = "ftz"\nscope = "add"', "exactly one of 'class', 'classes'"),
+    ('[[deviation]]\nclass = "ftz"\nops = "add"', "'ops' must be a non-empty list of op names "
+                                                "[CONF-141]"),
+    ('[[deviation]]\nclass = "ftz"\ndtypes = ["float33"]', "unknown dtypes ['float33']"),
+    ('[[deviation]]\nclass = "ftz"\nops = ["addd"]', "unknown ops ['addd']"),
 ])
 def test_bad_deviation_declarations_are_usage_errors(tmp_path: Path, text: str,
                                                      error: str) -> None:
