@@ -450,10 +450,14 @@ def _element_ok(graph: Graph, key: str, want: np.ndarray, got: np.ndarray,
 
 
 def _residual_mismatches(graph: Graph, inputs: Sequence[np.ndarray],
-                         expected: dict[str, np.ndarray], residual: dict[str, np.ndarray]
-                         ) -> list[str]:
+                         expected: dict[str, np.ndarray], residual: dict[str, np.ndarray],
+                         proven: Sequence[Value]) -> list[str]:
     """The mismatches of ``residual`` against the reference, each under its producer's
-    tolerance (TOL-1, TOL-2)."""
+    tolerance (TOL-1, TOL-2). A value downstream of a toleranced op that the verdict did
+    not prove failing (``proven``) and whose producer's operands are not all graph inputs
+    is not judged here: its difference may follow from the executor's own operands."""
+    from .differential import _strict, cone
+
     operands = _reference_operands(graph, inputs)
     producer = {r: k for k, n in enumerate(graph.nodes) for r in n.results}
     outs = list(graph.outputs or ())
@@ -462,6 +466,10 @@ def _residual_mismatches(graph: Graph, inputs: Sequence[np.ndarray],
         got = residual.get(key)
         if got is None:
             found.append(f"{key}: missing")
+            continue
+        value = outs[int(key[3:])] if key.startswith("out") else graph.inputs[int(key[3:])]
+        nodes = cone(graph, [value])
+        if len(nodes) > 1 and not _strict(graph, nodes) and not any(value is p for p in proven):
             continue
         k = producer.get(outs[int(key[3:])]) if key.startswith("out") else None
         label = f"output {key[3:]}" if key.startswith("out") else f"buffer input {key[3:]}"
@@ -480,7 +488,8 @@ def _residual_mismatches(graph: Graph, inputs: Sequence[np.ndarray],
 
 
 def excuse(graph: Graph, inputs: Sequence[np.ndarray], expected: dict[str, np.ndarray],
-           actual: dict[str, np.ndarray], classes: Sequence[str | Scoped]) -> Excuse | None:
+           actual: dict[str, np.ndarray], classes: Sequence[str | Scoped],
+           proven: Sequence[Value] = ()) -> Excuse | None:
     """The elements the variant of ``classes`` explains (CONF-140): where the executor equals
     the variant (under the producer's tolerance; a flushed zero of either sign, CONF-143)
     and differs from the reference. None when the variant changes nothing, explains no
@@ -514,7 +523,8 @@ def excuse(graph: Graph, inputs: Sequence[np.ndarray], expected: dict[str, np.nd
             n += int(ok.sum())
     if not n:
         return None
-    return Excuse(n, residual, _residual_mismatches(graph, inputs, expected, residual))
+    return Excuse(n, residual, _residual_mismatches(graph, inputs, expected, residual,
+                                                    proven))
 
 
 def _form_findings(graph: Graph, expected: dict[str, np.ndarray] | None,

@@ -280,6 +280,7 @@ class Harness:
             return verdict
         assert where is not None  # written before the executor ran
         verdict, judged = self._unexplained(case, verdict)  # CONF-140
+        excused = verdict.title.split(" where no declared deviation explains them ")[1:]
         failure = Failure(verdict.title, verdict.findings, artifacts=where,
                           repro=where / "repro.py")
         self.shrink.start(self.tally)  # from here on: shrinking (CONF-114)
@@ -296,6 +297,9 @@ class Harness:
                 case, (verdict, judged) = small, self._unexplained(small, small_verdict)
                 failure.title, failure.findings = verdict.title, verdict.findings
                 failure.note(extra)
+                if excused:  # what the deviation excused in the case as generated
+                    failure.note(f"in the case as generated, {excused[0][1:].split(')')[0]}"
+                                 f" [CONF-140]")
             if final and not found:
                 text, found = annotate(case.graph, case.inputs, verdict.expected, judged)
             if final:  # CONF-40
@@ -355,7 +359,7 @@ class Harness:
         if not self.declared:
             return None
         return excuse(case.graph, case.inputs, verdict.expected, verdict.actual,
-                      self.declared)
+                      self.declared, verdict.failing)
 
     def _explained(self, case: Case, verdict: Verdict) -> bool:
         """Whether the declared classes explain every differing element (CONF-140)."""

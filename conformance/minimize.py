@@ -232,8 +232,10 @@ def _upstream(graph: Graph, targets: Sequence[Value]) -> set[int]:
 def _reduce_graph(s: _Search, case: Case, verdict: Verdict, steps: list[str]) -> _Sub:
     graph, inputs = case.graph, list(case.inputs)
     env, _ = _reference_env(graph, inputs)
-    failing = list(verdict.failing) or [
-        *(graph.outputs or []), *[v for v in graph.inputs if isinstance(v.type, BufferType)]]
+    every = [*(graph.outputs or []), *[v for v in graph.inputs if isinstance(v.type, BufferType)]]
+    failing = list(verdict.failing) or every
+    if s.excused is not None:  # the value that failed first may be the deviation's (CONF-142)
+        failing += [v for v in every if not any(v is f for f in failing)]
     attempts: list[list[Value]] = []
     div = verdict.divergence
     if div is not None:

@@ -38,6 +38,7 @@ from tests.suite.broken_executors import (
     PatchedInterpreter,
     RoundHalfAwayFromZero,
     SaturatingInt8Negate,
+    ScopedFlushToZeroSigmoidBug,
     TruncatingFloorDiv,
     WrongOutputDtype,
 )
@@ -350,3 +351,130 @@ def test_registry_variants_compute_what_a_rule_breaking_backend_does() -> None:
     assert variant("sub", "fma")(a, a, c, product_first=True).tolist() == [2.0**-24]
     assert variant("sub", "fma")(a, a, c, product_first=False).tolist() == [-(2.0**-24)]
     assert "product" in REGISTRY["mul"].traits and "conversion" in REGISTRY["cast"].traits
+
+
+# -- element-level deviations (CONF-140..144) ------------------------------------------------
+def _scoped_request(classes: list[str], **scope: list[str]) -> Any:
+    node = SimpleNamespace(user_properties=[], nodeid="test_graph[x]",
+                           config=SimpleNamespace(stash={
+                               expectations._DEVIATIONS: [Deviation(classes, **scope)]}))
+    return SimpleNamespace(node=node)
+
+
+def _mixed() -> tuple[Graph, list[np.ndarray]]:
+    """float32 ``add`` with a subnormal sum (flushed by FTZ) and float32 ``sigmoid`` of 100
+    (NaN from the independent overflow bug), one output each."""
+    types = [TensorType(DType.float32, (2,))] * 3
+    with Graph("mixed", input_types=types) as g:
+        x, y, z = (v for v in g.inputs if isinstance(v, TensorValue))
+        g.output(ops.add(x, y), ops.sigmoid(z))
+    return g, [np.array([2.0**-130, 1.0], F32), np.array([0.0, 1.0], F32),
+               np.array([100.0, 0.0], F32)]
+
+
+@pytest.mark.spec("CONF-140")
+def test_an_example_with_an_explained_and_an_unexplained_divergence_fails_with_the_unexplained(
+        tmp_path: Path) -> None:
+    g, inputs = _mixed()
+    req = _scoped_request(["ftz"], dtypes=["float32", "float64"])
+    h = Harness(req, ScopedFlushToZeroSigmoidBug(), REF, ArtifactDir(tmp_path, "t", "x"),
+                "mixed")
+    with pytest.raises(Failed) as info:
+        h.check(Case(g, inputs))
+    text = str(info.value)
+    assert h.deviations == 0
+    # minimised onto the sigmoid alone (CONF-142): its repro replays the overflow
+    assert "minimised from 2 to 1 node(s)" in text
+    assert "output 0 (sigmoid [float32])" in text and "[0]: 1.0 -> nan" in text
+    assert "in the case as generated, the declared ftz excused 1 other differing element " \
+           "[CONF-140]" in text
+    assert (tmp_path / "t" / "graph.txt").read_text().count(" = ") >= 1
+    assert "sigmoid" in (tmp_path / "t" / "graph.txt").read_text()
+    assert "add" not in (tmp_path / "t" / "graph.txt").read_text()
+    (meta,) = [v for k, v in req.node.user_properties if k == "conformance"]
+    assert [d["class"] for d in meta["diagnosis"]] == ["transcendental"]
+    # the same example with the sigmoid bug's element made harmless is a deviation (a
+    # fresh harness: examples judged while shrinking are not counted)
+    h = Harness(req, ScopedFlushToZeroSigmoidBug(), REF, ArtifactDir(tmp_path, "t2", "x"),
+                "mixed")
+    fine = [inputs[0], inputs[1], np.array([0.0, 0.0], F32)]
+    assert not h.check(Case(g, fine)).ok and h.deviations == 1 and h.deviated == ["ftz"]
+
+
+@pytest.mark.spec("CONF-140", "CONF-142")
+def test_minimisation_shrinks_towards_the_unexplained_divergence(tmp_path: Path) -> None:
+    from conformance.minimize import minimize
+
+    g, inputs = _mixed()
+    h = Harness(_scoped_request(["ftz"], dtypes=["float32"]), ScopedFlushToZeroSigmoidBug(),
+                REF, ArtifactDir(tmp_path, "t", "x"), "mixed")
+    case = Case(g, inputs)
+    v = check_case(case, ScopedFlushToZeroSigmoidBug(), REF)
+    assert not v.ok and not h._explained(case, v)
+    small = minimize(case, v, ScopedFlushToZeroSigmoidBug(), REF, excused=h._explained)
+    assert small is not None
+    assert [n.op.name for n in small.case.graph.nodes] == ["sigmoid"]
+    assert not h._explained(small.case, small.verdict)
+    # a candidate the deviation explains in full is no failure: only the add is left
+    # when the sigmoid bug has nothing to act on, and nothing smaller fails
+    fine = Case(g, [inputs[0], inputs[1], np.array([0.0, 0.0], F32)])
+    v2 = check_case(fine, ScopedFlushToZeroSigmoidBug(), REF)
+    assert minimize(fine, v2, ScopedFlushToZeroSigmoidBug(), REF, excused=h._explained) is None
+
+
+@pytest.mark.spec("CONF-141")
+def test_a_scoped_deviation_flushes_only_its_dtypes(tmp_path: Path) -> None:
+    g16 = _graph([DType.float16] * 2, 2, lambda x, y: ops.add(x, y))
+    sub16 = [np.array([2.0**-20, 1.0], F16), np.array([0.0, 1.0], F16)]
+    scoped = diagnosis.Scoped("ftz", frozenset({"float32", "float64"}))
+    got = diagnosis.variant_outputs(g16, sub16, [scoped])
+    assert got is not None and got[0]["out0"][0] == F16(2.0**-20)  # float16 kept
+    got = diagnosis.variant_outputs(g16, sub16, ["ftz"])
+    assert got is not None and got[0]["out0"][0] == 0
+    # FlushToZero flushes float16 too: not excused by ftz scoped to float32/float64
+    h = Harness(_scoped_request(["ftz"], dtypes=["float32", "float64"]), FlushToZero(), REF,
+                ArtifactDir(tmp_path, "t", "a"), "add16")
+    with pytest.raises(Failed):
+        h.check(Case(g16, sub16))
+    h = Harness(_scoped_request(["ftz"]), FlushToZero(), REF,
+                ArtifactDir(tmp_path, "t", "b"), "add16")
+    assert not h.check(Case(g16, sub16)).ok and h.deviations == 1
+    # scoped by op: ftz declared for mul only does not excuse an add
+    h = Harness(_scoped_request(["ftz"], ops=["mul"]), FlushToZero(), REF,
+                ArtifactDir(tmp_path, "t", "c"), "add16")
+    with pytest.raises(Failed):
+        h.check(Case(g16, sub16))
+    assert Deviation(["ftz"], dtypes=["float32"]).scoped() == [scoped.__class__(
+        "ftz", frozenset({"float32"}), None)]
+
+
+@pytest.mark.spec("CONF-143")
+def test_the_sign_of_a_flushed_zero_is_not_judged() -> None:
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.add(x, y))
+    inputs = [np.array([2.0**-130, 0.0], F32), np.array([0.0, 0.0], F32)]
+    expected = {"out0": np.array([2.0**-130, 0.0], F32)}
+    flushed = diagnosis.excuse(g, inputs, expected, {"out0": np.array([-0.0, 0.0], F32)},
+                               ["ftz"])
+    assert flushed is not None and (flushed.excused, flushed.unexplained) == (1, [])
+    # a zero that was zero in the reference keeps its sign rule (TOL-4): not excused
+    wrong = diagnosis.excuse(g, inputs, expected, {"out0": np.array([0.0, -0.0], F32)},
+                             ["ftz"])
+    assert wrong is not None and wrong.excused == 1 and len(wrong.unexplained) == 1
+    assert "1 of 2 compared elements differ" in wrong.unexplained[0]
+
+
+@pytest.mark.spec("CONF-144")
+def test_two_variants_explaining_every_element_are_ambiguous(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.add(x, y))
+    inputs = [np.array([-(2.0**-130), 1.0], F32), np.array([0.0, 1.0], F32)]
+    case, v = _fail(g, inputs, FlushToZero())
+    found = diagnose(case.graph, case.inputs, v.expected, v.actual)
+    assert [f.cls for f in found] == ["ftz", "reduced-precision"]  # both bit-exact here
+    text = format_findings(found)
+    assert text.splitlines()[0] == "diagnosis: ambiguous: ftz or reduced-precision"
+    # one variant bit-exact, the other only within tolerance: the exact one alone
+    monkeypatch.setattr(diagnosis, "_exact", lambda g, i, a, cls: cls == "ftz")
+    found = diagnose(case.graph, case.inputs, v.expected, v.actual)
+    assert [f.cls for f in found] == ["ftz"]
+    assert format_findings(found).splitlines()[0] == "diagnosis:"
