@@ -30,10 +30,13 @@ instead of whole cells::
     op = "add"                              # optional selectors, as for [[xfail]]
     dtype = "float64"
     reason = "the compiler contracts a*b+c"
+    dtypes = ["float32", "float64"]         # optional scope of the variant (CONF-141)
+    ops = ["add", "mul"]
 
-A failing example whose results the variant of the declared classes reproduces is a
-*deviation* (the test goes on with the next example); any other failure in the cell still
-fails. A test that saw deviations and no failure reports ``D`` / ``DEVIATION``.
+A deviation excuses elements (CONF-140): an example whose every differing element the
+variant of the declared classes explains is a *deviation* (the test goes on with the next
+example); an example with unexplained elements fails on those. A test that saw deviations
+and no failure reports ``D`` / ``DEVIATION``.
 """
 
 from __future__ import annotations
