@@ -414,11 +414,15 @@ class Excuse:
     """What declared classes excuse in one failing example (CONF-140): ``excused``
     elements (the executor equals the variant there and differs from the reference),
     ``residual`` (the executor's values with those elements set to the reference's) and
-    ``unexplained``, the mismatch messages of the residual (empty: a deviation)."""
+    ``unexplained``, the mismatch messages of the residual (empty: a deviation), and
+    ``unproven``, those of residual values the verdict did not prove failing (their
+    difference may follow from the executor's own operands): the example is then judged
+    as a whole, as without the excuse."""
 
     excused: int
     residual: dict[str, np.ndarray]
     unexplained: list[str]
+    unproven: list[str] = field(default_factory=list)
 
 
 def _reference_operands(graph: Graph, inputs: Sequence[np.ndarray]) -> list[list[np.ndarray]]:
@@ -451,17 +455,19 @@ def _element_ok(graph: Graph, key: str, want: np.ndarray, got: np.ndarray,
 
 def _residual_mismatches(graph: Graph, inputs: Sequence[np.ndarray],
                          expected: dict[str, np.ndarray], residual: dict[str, np.ndarray],
-                         proven: Sequence[Value]) -> list[str]:
+                         proven: Sequence[Value]) -> tuple[list[str], list[str]]:
     """The mismatches of ``residual`` against the reference, each under its producer's
     tolerance (TOL-1, TOL-2). A value downstream of a toleranced op that the verdict did
     not prove failing (``proven``) and whose producer's operands are not all graph inputs
-    is not judged here: its difference may follow from the executor's own operands."""
+    is listed apart (second list): its difference may follow from the executor's own
+    operands."""
     from .differential import _strict, cone
 
     operands = _reference_operands(graph, inputs)
     producer = {r: k for k, n in enumerate(graph.nodes) for r in n.results}
     outs = list(graph.outputs or ())
     found: list[str] = []
+    unproven: list[str] = []
     for key, e in expected.items():
         got = residual.get(key)
         if got is None:
@@ -469,8 +475,8 @@ def _residual_mismatches(graph: Graph, inputs: Sequence[np.ndarray],
             continue
         value = outs[int(key[3:])] if key.startswith("out") else graph.inputs[int(key[3:])]
         nodes = cone(graph, [value])
-        if len(nodes) > 1 and not _strict(graph, nodes) and not any(value is p for p in proven):
-            continue
+        into = unproven if (len(nodes) > 1 and not _strict(graph, nodes)
+                            and not any(value is p for p in proven)) else found
         k = producer.get(outs[int(key[3:])]) if key.startswith("out") else None
         label = f"output {key[3:]}" if key.startswith("out") else f"buffer input {key[3:]}"
         if k is None:
@@ -483,8 +489,8 @@ def _residual_mismatches(graph: Graph, inputs: Sequence[np.ndarray],
                 m = compare_op(node.op, operands[k], node.attrs, [e], [got],
                                label=f"{label} ({node.op.name} [{e.dtype}])")
         if m is not None:
-            found.append(m.message)
-    return found
+            into.append(m.message)
+    return found, unproven
 
 
 def excuse(graph: Graph, inputs: Sequence[np.ndarray], expected: dict[str, np.ndarray],
@@ -523,8 +529,8 @@ def excuse(graph: Graph, inputs: Sequence[np.ndarray], expected: dict[str, np.nd
             n += int(ok.sum())
     if not n:
         return None
-    return Excuse(n, residual, _residual_mismatches(graph, inputs, expected, residual,
-                                                    proven))
+    return Excuse(n, residual, *_residual_mismatches(graph, inputs, expected, residual,
+                                                     proven))
 
 
 def _form_findings(graph: Graph, expected: dict[str, np.ndarray] | None,

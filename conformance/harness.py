@@ -364,14 +364,14 @@ class Harness:
     def _explained(self, case: Case, verdict: Verdict) -> bool:
         """Whether the declared classes explain every differing element (CONF-140)."""
         found = self._excuse(case, verdict)
-        return found is not None and not found.unexplained
+        return found is not None and not found.unexplained and not found.unproven
 
     def _unexplained(self, case: Case, verdict: Verdict
                      ) -> tuple[Verdict, dict[str, np.ndarray]]:
         """The failure of the elements no declared class excuses (CONF-140) and the values
         to diagnose (the executor's, the excused elements set to the reference's)."""
         found = self._excuse(case, verdict)
-        if found is None:
+        if found is None or found.unproven:  # judged as a whole (CONF-140)
             return verdict, verdict.actual
         names = ", ".join(dict.fromkeys(str(c) for c in self.declared))
         title = (f"{verdict.title} where no declared deviation explains them (the declared "

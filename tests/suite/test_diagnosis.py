@@ -478,3 +478,30 @@ def test_two_variants_explaining_every_element_are_ambiguous(
     found = diagnose(case.graph, case.inputs, v.expected, v.actual)
     assert [f.cls for f in found] == ["ftz"]
     assert format_findings(found).splitlines()[0] == "diagnosis:"
+
+
+@pytest.mark.spec("CONF-140")
+def test_an_unproven_downstream_difference_keeps_the_example_judged_as_a_whole() -> None:
+    """A value downstream of a toleranced op (``exp``) that the verdict did not prove
+    failing is not judged element by element: it may follow from the executor's own
+    operands, so it neither fails alone nor lets the example pass as a deviation."""
+    types = [TensorType(DType.float32, (2,))] * 3
+    with Graph("soft", input_types=types) as g:
+        x, y, z = (v for v in g.inputs if isinstance(v, TensorValue))
+        g.output(ops.add(x, y), ops.mul(ops.exp(z), z))
+    inputs = [np.array([2.0**-130, 1.0], F32), np.array([0.0, 1.0], F32),
+              np.array([1.0, 2.0], F32)]
+    env = diagnosis._reference_operands(g, inputs)
+    assert len(env) == 3
+    ref = REF.execute(g, inputs)
+    expected = {"out0": ref[0], "out1": ref[1]}
+    off = np.nextafter(ref[1], np.float32(np.inf)) + np.float32(1e-3)  # beyond exact mul
+    actual = {"out0": np.array([0.0, 2.0], F32), "out1": off.astype(F32)}
+    add_out = g.outputs[0]
+    found = diagnosis.excuse(g, inputs, expected, actual, ["ftz"], proven=[add_out])
+    assert found is not None and found.excused == 1
+    assert found.unexplained == [] and len(found.unproven) == 1
+    assert "output 1 (mul [float32])" in found.unproven[0]
+    proven = diagnosis.excuse(g, inputs, expected, actual, ["ftz"],
+                              proven=[add_out, g.outputs[1]])
+    assert proven is not None and len(proven.unexplained) == 1 and proven.unproven == []
