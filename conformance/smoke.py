@@ -2,8 +2,9 @@
 
 One ``test_op`` cell per (op family, dtype kind), plus one float32 and one integer cell per
 op (CONF-100), ``general`` shape class first, every special-value sweep, one random-graph
-test, one model cell (CONF-112), the smoke families of the state tests (CONF-93), one test
-per op family of the other per-op families; the rest is deselected (``select``, called by
+test, one model cell (CONF-112), the smoke families of the state tests (CONF-93), per op its
+float32 and one integer tier cell (CONF-151), one test per op family of the other per-op
+families; the rest is deselected (``select``, called by
 the plugin after ``-k``/``-m``).
 """
 
@@ -60,9 +61,29 @@ def _smoke_key(item: pytest.Item) -> tuple[Any, ...] | None:
         from .sequences import SMOKE_FAMILIES
 
         return ("state", params["family"]) if params["family"] in SMOKE_FAMILIES else _DROP
+    if name == "test_op_tier":  # CONF-151: per op, its float32 and one integer tier cell
+        return _tier_key(params)
     if params.get("op_name") in REGISTRY:  # other per-op families: one per op family
         return (name, REGISTRY[params["op_name"]].category)
     return None
+
+
+def _tier_key(params: dict[str, Any]) -> tuple[Any, ...]:
+    """CONF-151: an op's float32 tier cell and its first integer one (int32 first, by
+    ``_smoke_rank``); an op with neither keeps one cell of another dtype; ``cast`` keeps
+    every tier cell."""
+    from interpreter.registry import REGISTRY
+
+    d, op = params["dtype"], params["op_name"]
+    if op == "cast":  # every source dtype: a conversion's loop differs per (source, target)
+        return ("tier", op, d.value)
+    if d.value == "float32":
+        return ("tier", op, "float32")
+    if d.is_integral() and d.value != "bool":
+        return ("tier", op, "int")
+    others = [t for t in REGISTRY[op].data_dtypes
+              if t.value == "float32" or (t.is_integral() and t.value != "bool")]
+    return _DROP if others else ("tier", op, "other")
 
 
 def select(config: pytest.Config, items: list[pytest.Item],

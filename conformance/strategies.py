@@ -26,6 +26,7 @@ dtypes, attributes and graph structure are drawn (and shrunk) by hypothesis itse
 from __future__ import annotations
 
 import functools
+import math
 import random
 import zlib
 from collections.abc import Callable, Iterable, Sequence
@@ -53,6 +54,8 @@ __all__ = [
     "REACH_ELEMENTS",
     "REACH_SIDES",
     "SHAPE_CLASSES",
+    "TIER_ELEMENTS",
+    "TIER_SIDE",
     "BiasedArgSource",
     "Case",
     "HypothesisArgSource",
@@ -77,6 +80,7 @@ __all__ = [
     "single_op_calls",
     "special_input_sets",
     "special_values",
+    "tier_case",
 ]
 
 T = TypeVar("T")
@@ -106,6 +110,12 @@ SIDE_BUCKETS = (0, 1, 2, 3, 5)
 REACH_SIDES = (7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257)
 LONG_SIDE = 4097
 REACH_ELEMENTS = 5000
+#: The headline axis of the tier structures (CONF-150): above the element counts from which
+#: compilers switch an elementwise loop to another code path (2^15: ``CompilingExecutor``'s
+#: native C tier; 2^16; a 16384-element block loop's fourth block), odd, so every vector
+#: width and block size leaves a remainder; each operand within ``TIER_ELEMENTS`` elements.
+TIER_SIDE = 65537
+TIER_ELEMENTS = 3 * TIER_SIDE
 #: ``max_side`` of ``ArgSource.shape`` below this: axes the op keeps short (CONF-86).
 SHORT_MAX_SIDE = 5
 
@@ -151,14 +161,16 @@ class BiasedArgSource:
 
     With ``reach`` (an axis length, CONF-86) it is a *reach* source: the first long axis it
     hands out (``shape`` or ``axis_size``) has length ``reach``, further ones a length from
-    ``REACH_SIDES`` or 1..3, every operand within ``REACH_ELEMENTS`` elements (``rest``).
+    ``REACH_SIDES`` or 1..3, every operand within ``reach_elements`` elements (``rest``;
+    ``REACH_ELEMENTS``, or ``TIER_ELEMENTS`` for a tier structure, CONF-150).
     """
 
     def __init__(self, pin_dtype: DType | None = None, shape_class: str | None = None,
-                 reach: int | None = None) -> None:
+                 reach: int | None = None, reach_elements: int = REACH_ELEMENTS) -> None:
         self.pin_dtype = pin_dtype
         self.shape_class = shape_class
         self.reach = reach
+        self.reach_elements = reach_elements
         self.reach_placed = False
         self.drawn_shapes: list[tuple[int, ...]] = []
         self.data_draws: list[DType] = []
@@ -226,7 +238,7 @@ class BiasedArgSource:
     # -- reach mode (CONF-86) ----------------------------------------------------------
     def _reach_side(self, lo: int, rest: int) -> int:
         """A long axis: ``reach`` the first time it fits, then a reach size or 1..3."""
-        room = REACH_ELEMENTS // max(1, rest)
+        room = self.reach_elements // max(1, rest)
         assert self.reach is not None
         if not self.reach_placed and lo <= self.reach <= room:
             self.reach_placed = True
@@ -256,7 +268,7 @@ class BiasedArgSource:
         rank = self._int(min_rank, max_rank)
         sides = []
         for _ in range(rank):
-            hi = max(lo, min(max_side, REACH_ELEMENTS // max(1, rest)))
+            hi = max(lo, min(max_side, self.reach_elements // max(1, rest)))
             sides.append(self._side(lo, hi))
             rest *= max(1, sides[-1])
         return tuple(sides)
@@ -300,8 +312,9 @@ class RngArgSource(BiasedArgSource):
 
     def __init__(self, seed: int, pin_dtype: DType | None = None,
                  shape_class: str | None = None, values_seed: int | None = None,
-                 special_rate: float = 0.2, reach: int | None = None) -> None:
-        super().__init__(pin_dtype, shape_class, reach)
+                 special_rate: float = 0.2, reach: int | None = None,
+                 reach_elements: int = REACH_ELEMENTS) -> None:
+        super().__init__(pin_dtype, shape_class, reach, reach_elements)
         self.rng = random.Random(seed)
         self.arrays = RandomArgSource(seed if values_seed is None else values_seed,
                                       special_rate=special_rate)
@@ -407,15 +420,18 @@ def reach_headlines(op: OpDef, dtype: DType) -> tuple[int, ...]:
     return (REACH_SIDES[i], LONG_SIDE)
 
 
-def reach_case(op: OpDef, dtype: DType, reach: int, tries: int = 8) -> Case | None:
+def reach_case(op: OpDef, dtype: DType, reach: int, tries: int = 8,
+               elements: int = REACH_ELEMENTS) -> Case | None:
     """A one-op case of ``op`` at data dtype ``dtype`` drawn by a reach source (CONF-86)
     whose headline axis ``reach`` the sampler took, with its extra input sets (CONF-30);
-    ``None`` where no try of ``op.sample`` takes a long axis (its axes are all short)."""
+    ``None`` where no try of ``op.sample`` takes a long axis (its axes are all short).
+    ``elements`` bounds each drawn operand (``TIER_ELEMENTS`` for a tier structure, whose
+    largest result must also hold at least ``reach`` elements, CONF-150)."""
     if op.sample is None:
         return None
     for t in range(tries):
         seed = zlib.crc32(f"reach/{op.name}/{dtype.value}/{reach}/{t}".encode())
-        src = RngArgSource(seed, dtype, reach=reach)
+        src = RngArgSource(seed, dtype, reach=reach, reach_elements=elements)
         try:
             call = op.sample(src)
             if not src.reach_placed or call_dtype(op, call) != dtype:
@@ -425,13 +441,16 @@ def reach_case(op: OpDef, dtype: DType, reach: int, tries: int = 8) -> Case | No
                       *(v.type.shape for v in case.graph.outputs or ())]
             if max((s for sh in shapes for s in sh), default=0) < min(REACH_SIDES):
                 continue  # the sampler resized the long axis away
+            if reach == TIER_SIDE and max((math.prod(v.type.shape) for v in
+                                           case.graph.outputs or ()), default=0) < reach:
+                continue  # a tier structure: its result holds the long axis (CONF-150)
         except Exception:  # a sampler path that does not stage: try the next seed
             continue
         case.shape_class = "reach"
         want = case.graph.structural_hash()
         for k, rate in enumerate(EXTRA_SET_RATES):
             again = RngArgSource(seed, dtype, values_seed=(seed * 7919 + k + 1) & 0xFFFFFFFF,
-                                 special_rate=rate, reach=reach)
+                                 special_rate=rate, reach=reach, reach_elements=elements)
             try:
                 other = case_from_call(op, op.sample(again))
             except Exception:  # the replay does not stage: no extra set
@@ -447,6 +466,17 @@ def reach_cases(op: OpDef, dtype: DType) -> tuple[Case, ...]:
     """The reach structures of ``(op, dtype)`` (CONF-86), one per headline that fits."""
     got = (reach_case(op, dtype, r) for r in reach_headlines(op, dtype))
     return tuple(c for c in got if c is not None)
+
+
+@functools.cache
+def tier_case(op: OpDef, dtype: DType) -> Case | None:
+    """The tier structure of ``(op, dtype)`` (CONF-150): a one-op case whose headline axis is
+    ``TIER_SIDE`` long and whose result holds at least that many elements; None where the
+    sampler takes no such axis."""
+    case = reach_case(op, dtype, TIER_SIDE, elements=TIER_ELEMENTS)
+    if case is not None:
+        case.shape_class = "tier"
+    return case
 
 
 # -- classifying a sampled call -----------------------------------------------------------

@@ -10,6 +10,13 @@ the op's dtypes) and one with a ``LONG_SIDE`` (4097) axis, further axes long or 
 any cell (TOL-1, TOL-2). Ops whose sampler keeps every axis short (``max_side`` below 5:
 ``tile``, ``pad``, the random ops, ``debug_print``) or has none (``range``) have no reach
 cell (CONF-87).
+
+``test_op_tier[abs-int32]`` (CONF-150) runs every elementwise op (and ``select``) at every
+data dtype on one *tier structure*: the sampler through a reach source whose headline axis
+is ``TIER_SIDE`` (65537) long, each operand within ``TIER_ELEMENTS``, the result holding at
+least ``TIER_SIDE`` elements: above the sizes from which compilers switch an elementwise
+loop to another code path (a native, vectorized or blocked tier; ``CompilingExecutor``'s C
+tier starts at 32768 elements), which no other cell reaches.
 """
 
 from __future__ import annotations
@@ -25,10 +32,11 @@ from interpreter.registry import REGISTRY, OpDef
 
 from .harness import Harness
 from .outcomes import not_covered
-from .strategies import LONG_SIDE, REACH_SIDES, reach_case, reach_cases
+from .strategies import LONG_SIDE, REACH_SIDES, reach_case, reach_cases, tier_case
 from .test_ops import _rules
 
 RULES = ("CONF-86", "TOL-1", "TOL-2")
+TIER_RULES = ("CONF-150", "TOL-1", "TOL-2")
 
 
 @functools.cache
@@ -67,4 +75,38 @@ def test_op_reach(op_name: str, dtype: Any, executor: Any, reference: Any,
         h.check(cases[k])
 
     h.run(prop, batch=True)  # both structures in one merged graph (CONF-136)
+    h.finish()
+
+
+# -- tier structures (CONF-150) ------------------------------------------------------------
+def tier_ops() -> tuple[str, ...]:
+    """The elementwise ops (categories ``elementwise-unary``/``-binary``) and ``select``:
+    the ops a compiler runs as one loop over the elements (CONF-150)."""
+    return tuple(name for name in sorted(REGISTRY)
+                 if REGISTRY[name].category.startswith("elementwise") or name == "select")
+
+
+def _tier_cells() -> list[Any]:
+    return [pytest.param(name, dtype, id=f"{name}-{dtype.value}") for name in tier_ops()
+            for dtype in sorted(REGISTRY[name].data_dtypes, key=lambda d: d.value)]
+
+
+@pytest.mark.spec(*TIER_RULES)
+@pytest.mark.parametrize(("op_name", "dtype"), _tier_cells())
+def test_op_tier(op_name: str, dtype: Any, executor: Any, reference: Any,
+                 conformance_artifacts: Any, request: pytest.FixtureRequest) -> None:
+    op: OpDef = REGISTRY[op_name]
+    h = Harness(request, executor, reference, conformance_artifacts,
+                f"{op_name} [{dtype.value}, tier]", op=op_name, dtype=dtype.value,
+                shape_class="tier", rules=["CONF-150", *_rules(op)])
+    cases = tuple(c for c in (tier_case(op, dtype),) if c is not None)
+    if not cases:
+        not_covered(f"{op_name} [{dtype.value}, tier]: the sampler took no long axis")
+
+    @settings(max_examples=1, database=None)  # the one structure, once
+    @given(k=st.just(0))
+    def prop(k: int) -> None:
+        h.check(cases[k])
+
+    h.run(prop)
     h.finish()

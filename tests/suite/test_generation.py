@@ -174,6 +174,31 @@ def test_smoke_keeps_float32_and_integer_cells_of_every_op_and_every_sweep(
             assert any(c.startswith(f"{name}-int32-") for c in mine), (name, mine)
 
 
+@pytest.mark.spec("CONF-151", "CONF-150")
+def test_smoke_keeps_float32_and_integer_tier_cells_of_every_elementwise_op(
+        tmp_path: Path) -> None:
+    from conformance.test_reach import tier_ops
+
+    run = run_suite(tmp_path, "SlowCompiler", ["test_reach.py"], "test_op_tier",
+                    "--conformance-smoke", "--collect-only")
+    cells = [n.split("[", 1)[1].rstrip("]") for n in run.selected if "::test_op_tier[" in n]
+    casts = len(REGISTRY["cast"].data_dtypes)
+    assert len(cells) == len(set(cells)) <= 2 * len(tier_ops()) + casts, cells
+    for name in tier_ops():
+        op = REGISTRY[name]
+        mine = [c.split("-", 1)[1] for c in cells if c.split("-", 1)[0] == name]
+        if name == "cast":  # every source dtype
+            assert sorted(mine) == sorted(d.value for d in op.data_dtypes), mine
+            continue
+        assert 1 <= len(mine) <= 2, (name, mine)
+        if DType.float32 in op.data_dtypes:
+            assert "float32" in mine, (name, mine)
+        if DType.int32 in op.data_dtypes:
+            assert "int32" in mine, (name, mine)
+        elif any(d.is_integral() for d in op.data_dtypes):
+            assert any(DType(d).is_integral() for d in mine), (name, mine)
+
+
 @pytest.mark.spec("CONF-35")
 def test_smoke_runs_few_graphs(tmp_path: Path) -> None:
     run = run_suite(tmp_path, "SlowCompiler", ["test_ops.py"], "[add-float32",

@@ -13,11 +13,14 @@ from conformance.strategies import (
     LONG_SIDE,
     REACH_ELEMENTS,
     REACH_SIDES,
+    TIER_ELEMENTS,
+    TIER_SIDE,
     RngArgSource,
     reach_cases,
     reach_headlines,
+    tier_case,
 )
-from conformance.test_reach import reach_ops
+from conformance.test_reach import reach_ops, tier_ops
 from interpreter.dtype import DType
 from interpreter.registry import REGISTRY
 
@@ -86,6 +89,49 @@ def test_ops_with_and_without_reach_cells() -> None:
         assert name in ops, name
     assert not ops & {"tile", "pad", "random_uniform", "random_normal", "debug_print",
                       "range"}
+
+
+@pytest.mark.spec("CONF-150")
+def test_tier_structures_are_above_the_tier_thresholds() -> None:
+    from reference_executors.compiling import BLOCK, NATIVE_MIN
+
+    assert TIER_SIDE == 65537 and TIER_ELEMENTS == 3 * 65537
+    assert TIER_SIDE > max(NATIVE_MIN, 1 << 16) and TIER_SIDE % BLOCK == 1
+    ops = tier_ops()
+    assert len(ops) == 41 and "select" in ops and "cast" in ops and "broadcast_to" not in ops
+    assert all(REGISTRY[n].category.startswith("elementwise") for n in ops if n != "select")
+    for name in ops:
+        op = REGISTRY[name]
+        for dtype in op.data_dtypes:
+            case = tier_case(op, dtype)
+            assert case is not None and case.shape_class == "tier", (name, dtype)
+            sizes = [math.prod(v.type.shape) for v in case.graph.outputs or ()]
+            assert max(sizes) >= TIER_SIDE, (name, dtype, sizes)
+            assert TIER_SIDE in _axes(case), (name, dtype)
+            for a in case.inputs:
+                assert a.size <= TIER_ELEMENTS, (name, dtype, a.shape)
+            assert len(case.extra_inputs) == 3, (name, dtype)
+
+
+@pytest.mark.spec("CONF-150")
+def test_a_tier_structure_reaches_the_native_tier() -> None:
+    """On the reference compiler, with a C compiler, abs-int32's tier structure runs as one
+    C kernel (no other cell of the suite does) and matches the reference."""
+    from interpreter.executor import InterpreterExecutor
+    from reference_executors import compiling_native
+    from reference_executors.compiling import CompilingExecutor
+
+    if compiling_native.compiler() is None:
+        pytest.skip("no C compiler: the native tier is off")
+    case = tier_case(REGISTRY["abs"], DType.int32)
+    assert case is not None
+    plan = CompilingExecutor().compile(case.graph)
+    assert plan.native_kernel_count == 1
+    for inputs in (case.inputs, *case.extra_inputs):
+        got, = plan.run(inputs)
+        want, = InterpreterExecutor().execute(case.graph, inputs)
+        np.testing.assert_array_equal(got, want)
+    assert (case.inputs[0] < 0).any()  # a negative int32 whose abs the C kernel computes
 
 
 @pytest.mark.spec("CONF-88")
