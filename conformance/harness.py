@@ -20,8 +20,8 @@ from typing import Any, NoReturn
 import numpy as np
 from _pytest.outcomes import Failed, Skipped
 from hypothesis import reject, settings
-from hypothesis.internal.reflection import function_digest
 from hypothesis.errors import Unsatisfiable
+from hypothesis.internal.reflection import function_digest
 
 from interpreter.errors import UnsupportedGraphError
 from interpreter.registry import REGISTRY

@@ -70,12 +70,13 @@ def _smoke_key(item: pytest.Item) -> tuple[Any, ...] | None:
 
 def _tier_key(params: dict[str, Any]) -> tuple[Any, ...]:
     """CONF-151: an op's float32 tier cell and its first integer one (int32 first, by
-    ``_smoke_rank``); an op with neither keeps one cell of another dtype; ``cast`` keeps
-    every tier cell."""
+    ``_smoke_rank``); an op with neither keeps one cell of another dtype; a conversion
+    (``cast``) keeps every tier cell."""
     from interpreter.registry import REGISTRY
 
     d, op = params["dtype"], params["op_name"]
-    if op == "cast":  # every source dtype: a conversion's loop differs per (source, target)
+    if "conversion" in REGISTRY[op].traits:  # every source dtype: its loop differs per
+        # (source, target)
         return ("tier", op, d.value)
     if d.value == "float32":
         return ("tier", op, "float32")
