@@ -155,7 +155,6 @@ class _Loop:
     def pytest_collection_modifyitems(self, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
         items[:] = [it for it in items if any(j.select(it) for j in self.jobs)]
-        self.items = list(items)
 
     def _fails(self, item: pytest.Item) -> tuple[bool, str]:
         item._initrequest()  # type: ignore[attr-defined]  # as pytest-rerunfailures does
@@ -174,6 +173,9 @@ class _Loop:
         return False, ""
 
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        # the items as collection left them: other trylast hooks (the suite's smoke
+        # selection, CONF-35) may run after this plugin's, so nothing is kept from it
+        self.items = list(session.items)
         for job in self.jobs:
             items = [it for it in self.items if job.select(it)]
             job.install(None)

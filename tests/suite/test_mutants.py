@@ -67,3 +67,26 @@ def test_score_and_interval() -> None:
     assert (s["killed"], s["survived"], s["equivalent"], s["score"]) == (19, 1, 1, 0.95)
     lo, hi = wilson(19, 20)
     assert 0.7638 < lo < 0.7639 and 0.9911 < hi < 0.9912  # by hand: 0.76386 .. 0.99112
+
+
+def _no_result(job: object, mutant: object) -> MutantResult:
+    raise AssertionError("no mutant to run")
+
+
+@pytest.mark.spec("CONF-108", "CONF-35")
+def test_executor_mutants_run_over_the_smoke_subset_only() -> None:
+    """The mutant loop reads the items collection left (the suite's smoke selection runs
+    in another ``trylast`` hook, maybe after the loop's own)."""
+    from conformance.mutants import Job, _Loop, _pytest
+
+    seen: list[int] = []
+    job = Job("executors", [], lambda item: "::test_op[" in item.nodeid,
+              lambda m: seen.append(0))
+    loop = _Loop([job], _no_result, False)
+    _pytest(["conformance/test_ops.py"], "conformance.mutants:FreshCompiling",
+            ["--conformance-smoke", "-k", "add- or negate-"], loop)
+    cells = [it.nodeid for it in loop.items]
+    # smoke keeps a few cells of each op (float32, an integer, per dtype kind), not the
+    # 60-odd cells of add and negate
+    assert 2 <= len(cells) <= 12, cells
+    assert not job.baseline, job.baseline
