@@ -273,11 +273,23 @@ def _rms_unspecified(x: Array, weight: Array, **attrs: Any) -> np.ndarray:
     return np.asarray(np.broadcast_to(out, x.shape))
 
 
+def _scaled(a: np.ndarray, scale: float) -> np.ndarray:
+    """``a * scale`` rounded once to ``a``'s dtype (the product taken in float64); ``a``
+    itself when ``scale`` is 1 (still the array ``values`` drew, for CONF-103)."""
+    if scale == 1.0:
+        return a
+    with np.errstate(all="ignore"):
+        return (np.asarray(a, np.float64) * scale).astype(a.dtype)
+
+
 def _sample_rms_norm(src: ArgSource) -> OpCall:
     dtype = src.dtype(FLOATS, data=True)
     shape = src.shape(min_rank=1)
     x = src.values(dtype, shape, src.choice(_KINDS))
-    weight = src.values(dtype, shape[-1:], "any")
+    # a weight near the smallest normal puts results among the subnormals, where rounding
+    # the normalized value before the product (multiply_before_cast) shows
+    tiny = float(ml_dtypes.finfo(x.dtype).smallest_normal)
+    weight = _scaled(src.values(dtype, shape[-1:], "any"), src.choice([1.0, 1.0, 1.0, tiny]))
     return OpCall([x, weight], {"epsilon": src.choice([0.0, 1e-12, 0.5, 1e-6]),
                                 "weight_offset": src.choice([1.0, 0.0]),
                                 "multiply_before_cast": src.boolean()})
