@@ -232,30 +232,30 @@ def _scope(table: dict[str, Any], key: str, where: str) -> list[str] | None:
     return list(value)
 
 
-def declared_deviations(request: Any, op: str | None, dtype: str | None) -> list[str]:
-    """The diagnosis classes declared for this test (CONF-41), in declaration order."""
+def _matching(request: Any, op: str | None, dtype: str | None) -> list[Deviation]:
+    """The declared deviations (CONF-41) that match this test, in declaration order."""
     node = getattr(request, "node", request)
     config = getattr(node, "config", None)
     if config is None:
         return []
+    nodeid = str(getattr(node, "nodeid", ""))
+    return [d for d in config.stash.get(_DEVIATIONS, []) if d.matches(nodeid, op, dtype)]
+
+
+def declared_deviations(request: Any, op: str | None, dtype: str | None) -> list[str]:
+    """The diagnosis classes declared for this test (CONF-41), in declaration order."""
     found: list[str] = []
-    for d in config.stash.get(_DEVIATIONS, []):
-        if d.matches(str(getattr(node, "nodeid", "")), op, dtype):
-            found += [c for c in d.classes if c not in found]
+    for d in _matching(request, op, dtype):
+        found += [c for c in d.classes if c not in found]
     return found
 
 
 def declared_scoped(request: Any, op: str | None, dtype: str | None) -> list[Any]:
     """The classes declared for this test with their scopes (CONF-141), as
     :class:`conformance.diagnosis.Scoped`, in declaration order."""
-    node = getattr(request, "node", request)
-    config = getattr(node, "config", None)
-    if config is None:
-        return []
     found: list[Any] = []
-    for d in config.stash.get(_DEVIATIONS, []):
-        if d.matches(str(getattr(node, "nodeid", "")), op, dtype):
-            found += [c for c in d.scoped() if c not in found]
+    for d in _matching(request, op, dtype):
+        found += [c for c in d.scoped() if c not in found]
     return found
 
 

@@ -57,25 +57,33 @@ def _cells() -> list[Any]:
             for dtype in sorted(REGISTRY[name].data_dtypes, key=lambda d: d.value)]
 
 
-@pytest.mark.spec(*RULES)
-@pytest.mark.parametrize(("op_name", "dtype"), _cells())
-def test_op_reach(op_name: str, dtype: Any, executor: Any, reference: Any,
-                  conformance_artifacts: Any, request: pytest.FixtureRequest) -> None:
+def _judge(op_name: str, dtype: Any, shape_class: str, rule: str, cases: tuple[Any, ...],
+           fixtures: tuple[Any, Any, Any, pytest.FixtureRequest], *, batch: bool) -> None:
+    """Judge each of ``cases`` (a structure of ``shape_class``) once, like any cell."""
+    executor, reference, artifacts, request = fixtures
     op: OpDef = REGISTRY[op_name]
-    h = Harness(request, executor, reference, conformance_artifacts,
-                f"{op_name} [{dtype.value}, reach]", op=op_name, dtype=dtype.value,
-                shape_class="reach", rules=["CONF-86", *_rules(op)])
-    cases = reach_cases(op, dtype)
+    where = f"{op_name} [{dtype.value}, {shape_class}]"
+    h = Harness(request, executor, reference, artifacts, where, op=op_name,
+                dtype=dtype.value, shape_class=shape_class, rules=[rule, *_rules(op)])
     if not cases:
-        not_covered(f"{op_name} [{dtype.value}, reach]: the sampler took no long axis")
+        not_covered(f"{where}: the sampler took no long axis")
 
     @settings(max_examples=len(cases), database=None)  # each structure once
     @given(k=st.sampled_from(range(len(cases))))
     def prop(k: int) -> None:
         h.check(cases[k])
 
-    h.run(prop, batch=True)  # both structures in one merged graph (CONF-136)
+    h.run(prop, batch=batch)
     h.finish()
+
+
+@pytest.mark.spec(*RULES)
+@pytest.mark.parametrize(("op_name", "dtype"), _cells())
+def test_op_reach(op_name: str, dtype: Any, executor: Any, reference: Any,
+                  conformance_artifacts: Any, request: pytest.FixtureRequest) -> None:
+    # both structures in one merged graph (CONF-136)
+    _judge(op_name, dtype, "reach", "CONF-86", tuple(reach_cases(REGISTRY[op_name], dtype)),
+           (executor, reference, conformance_artifacts, request), batch=True)
 
 
 # -- tier structures (CONF-150) ------------------------------------------------------------
@@ -95,18 +103,6 @@ def _tier_cells() -> list[Any]:
 @pytest.mark.parametrize(("op_name", "dtype"), _tier_cells())
 def test_op_tier(op_name: str, dtype: Any, executor: Any, reference: Any,
                  conformance_artifacts: Any, request: pytest.FixtureRequest) -> None:
-    op: OpDef = REGISTRY[op_name]
-    h = Harness(request, executor, reference, conformance_artifacts,
-                f"{op_name} [{dtype.value}, tier]", op=op_name, dtype=dtype.value,
-                shape_class="tier", rules=["CONF-150", *_rules(op)])
-    cases = tuple(c for c in (tier_case(op, dtype),) if c is not None)
-    if not cases:
-        not_covered(f"{op_name} [{dtype.value}, tier]: the sampler took no long axis")
-
-    @settings(max_examples=1, database=None)  # the one structure, once
-    @given(k=st.just(0))
-    def prop(k: int) -> None:
-        h.check(cases[k])
-
-    h.run(prop)
-    h.finish()
+    case = tier_case(REGISTRY[op_name], dtype)
+    _judge(op_name, dtype, "tier", "CONF-150", () if case is None else (case,),
+           (executor, reference, conformance_artifacts, request), batch=False)

@@ -234,21 +234,26 @@ def _daz(a: Any) -> Any:
     return np.where((np.abs(a) < tiny) & (a != 0), a * a.dtype.type(0), a)
 
 
+def _flushing(kernel: Kernel, node: Node, flush: Callable[[Any], Any]) -> Kernel:
+    """``kernel`` with ``flush`` applied to its operands and results (FTZ/DAZ), except for
+    the buffer, creation, random and debug ops, which compute nothing to flush."""
+    if node.op.category in ("buffer", "creation", "random", "debug"):
+        return kernel
+
+    def flushed(*args: Any, **attrs: Any) -> Any:
+        out = kernel(*[flush(a) for a in args], **attrs)
+        if isinstance(out, tuple | list):
+            return type(out)(flush(o) for o in out)
+        return flush(out)
+
+    return flushed
+
+
 class FlushToZero(PatchedInterpreter):
     """Every float16/32/64 op flushes subnormal operands and results to zero (FTZ/DAZ)."""
 
     def kernel_for(self, node: Node) -> Kernel:
-        kernel = super().kernel_for(node)
-        if node.op.category in ("buffer", "creation", "random", "debug"):
-            return kernel
-
-        def flushed(*args: Any, **attrs: Any) -> Any:
-            out = kernel(*[_daz(a) for a in args], **attrs)
-            if isinstance(out, tuple | list):
-                return type(out)(_daz(o) for o in out)
-            return _daz(out)
-
-        return flushed
+        return _flushing(super().kernel_for(node), node, _daz)
 
 
 class FlushToZeroSignBug(FlushToZero):
@@ -1087,14 +1092,4 @@ class ScopedFlushToZeroSigmoidBug(PatchedInterpreter):
         if node.op.name == "sigmoid" and node.operands \
                 and node.operands[0].type.dtype.value == "float32":
             kernel = _sigmoid_by_ratio_f32
-        if node.op.category in ("buffer", "creation", "random", "debug"):
-            return kernel
-        inner = kernel
-
-        def flushed(*args: Any, **attrs: Any) -> Any:
-            out = inner(*[_daz_wide(a) for a in args], **attrs)
-            if isinstance(out, tuple | list):
-                return type(out)(_daz_wide(o) for o in out)
-            return _daz_wide(out)
-
-        return flushed
+        return _flushing(kernel, node, _daz_wide)

@@ -54,7 +54,8 @@ def _run(tmp: Path, db: str | None, monkeypatch: pytest.MonkeyPatch) -> tuple[An
     monkeypatch.setenv(LOG, str(log))
     extra = [f"--conformance-db={db}"] if db else []
     run = run_suite(tmp, f"{__name__}:WrongOnBigAdd", [CELL], None, *extra,
-                    "--conformance-minimize=0", "--conformance-batch=1", "-o", f"cache_dir={tmp / 'cache'}")
+                    "--conformance-minimize=0", "--conformance-batch=1",
+                    "-o", f"cache_dir={tmp / 'cache'}")
     return run, _calls(log)
 
 
