@@ -61,7 +61,7 @@ def _smoke_key(item: pytest.Item) -> tuple[Any, ...] | None:
         from .sequences import SMOKE_FAMILIES
 
         return ("state", params["family"]) if params["family"] in SMOKE_FAMILIES else _DROP
-    if name == "test_op_tier":  # CONF-151: per op, its float32 and one integer tier cell
+    if name == "test_op_tier":  # CONF-151: per op float32, a signed and an unsigned cell
         return _tier_key(params)
     if params.get("op_name") in REGISTRY:  # other per-op families: one per op family
         return (name, REGISTRY[params["op_name"]].category)
@@ -69,22 +69,25 @@ def _smoke_key(item: pytest.Item) -> tuple[Any, ...] | None:
 
 
 def _tier_key(params: dict[str, Any]) -> tuple[Any, ...]:
-    """CONF-151: an op's float32 tier cell and its first integer one (int32 first, by
-    ``_smoke_rank``); an op with neither keeps one cell of another dtype; a conversion
-    (``cast``) keeps every tier cell."""
+    """CONF-151: an op's float32 tier cell, its first signed integer one
+    (int32 first, by ``_smoke_rank``) and its widest unsigned one; an op with none of them
+    keeps one cell of another dtype; a conversion (``cast``) keeps every tier cell."""
     from interpreter.registry import REGISTRY
 
     d, op = params["dtype"], params["op_name"]
+    dtypes = REGISTRY[op].data_dtypes
     if "conversion" in REGISTRY[op].traits:  # every source dtype: its loop differs per
         # (source, target)
         return ("tier", op, d.value)
     if d.value == "float32":
         return ("tier", op, "float32")
-    if d.is_integral() and d.value != "bool":
+    if d.is_unsigned():  # the widest: values past the signed range of its width
+        widest = max((t for t in dtypes if t.is_unsigned()), key=lambda t: t.size_in_bytes)
+        return ("tier", op, "uint") if d == widest else _DROP
+    if d.is_integral():
         return ("tier", op, "int")
-    others = [t for t in REGISTRY[op].data_dtypes
-              if t.value == "float32" or (t.is_integral() and t.value != "bool")]
-    return _DROP if others else ("tier", op, "other")
+    kept = [t for t in dtypes if t.value == "float32" or t.is_integral()]
+    return _DROP if kept else ("tier", op, "other")
 
 
 def select(config: pytest.Config, items: list[pytest.Item],

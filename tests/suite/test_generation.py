@@ -175,7 +175,7 @@ def test_smoke_keeps_float32_and_integer_cells_of_every_op_and_every_sweep(
 
 
 @pytest.mark.spec("CONF-151", "CONF-150")
-def test_smoke_keeps_float32_and_integer_tier_cells_of_every_elementwise_op(
+def test_smoke_keeps_float32_signed_and_unsigned_tier_cells_of_every_elementwise_op(
         tmp_path: Path) -> None:
     from conformance.test_reach import tier_ops
 
@@ -183,20 +183,25 @@ def test_smoke_keeps_float32_and_integer_tier_cells_of_every_elementwise_op(
                     "--conformance-smoke", "--collect-only")
     cells = [n.split("[", 1)[1].rstrip("]") for n in run.selected if "::test_op_tier[" in n]
     casts = len(REGISTRY["cast"].data_dtypes)
-    assert len(cells) == len(set(cells)) <= 2 * len(tier_ops()) + casts, cells
+    assert len(cells) == len(set(cells)) <= 3 * len(tier_ops()) + casts, cells
     for name in tier_ops():
         op = REGISTRY[name]
         mine = [c.split("-", 1)[1] for c in cells if c.split("-", 1)[0] == name]
         if name == "cast":  # every source dtype
             assert sorted(mine) == sorted(d.value for d in op.data_dtypes), mine
             continue
-        assert 1 <= len(mine) <= 2, (name, mine)
+        assert 1 <= len(mine) <= 3, (name, mine)
         if DType.float32 in op.data_dtypes:
             assert "float32" in mine, (name, mine)
         if DType.int32 in op.data_dtypes:
             assert "int32" in mine, (name, mine)
-        elif any(d.is_integral() for d in op.data_dtypes):
-            assert any(DType(d).is_integral() for d in mine), (name, mine)
+        elif any(d.is_integral() and not d.is_unsigned() for d in op.data_dtypes):
+            assert any(DType(d).is_integral() and not DType(d).is_unsigned()
+                       for d in mine), (name, mine)
+        unsigned = sorted((d for d in op.data_dtypes if d.is_unsigned()),
+                          key=lambda d: d.size_in_bytes)
+        assert [d for d in mine if DType(d).is_unsigned()] == [
+            d.value for d in unsigned[-1:]], (name, mine)
 
 
 @pytest.mark.spec("CONF-35")
