@@ -259,37 +259,31 @@ def _rms_scale(ops: Operands, attrs: Attrs, expected: Array) -> Any:
 
 def _rms_unspecified(x: Array, weight: Array, **attrs: Any) -> np.ndarray:
     """Order-dependent overflow of the sum of squares or of the result, squares that
-    underflow (mean(x**2) + epsilon below the smallest normal) and an infinite weight
-    (inf * 0 where the normalized value underflows to 0, which depends on the order)."""
+    underflow (mean(x**2) + epsilon below the smallest normal), an infinite weight
+    (inf * 0 where the normalized value underflows to 0, which depends on the order) and
+    a subnormal normalized value times a weight above n (its rounding in the dtype, up to
+    half the smallest subnormal, grows past the bound's n * tiny)."""
     info = ml_dtypes.finfo(x.dtype)
     f = _finite64(x)
     with np.errstate(all="ignore"):
         sq = np.sum(f * f, axis=-1, keepdims=True)
         eps = float(np.float32(attrs["epsilon"]))
         m = _rms_scale([x, weight], attrs, np.zeros((), x.dtype))
-        out = ((sq > float(info.max)) | _may_overflow(m, _half_count([x], attrs, m), x.dtype)
+        n = _half_count([x], attrs, m)
+        t = np.abs(f) / np.sqrt(sq / max(1, x.shape[-1]) + eps)
+        w = np.abs(np.asarray(weight, np.float64) + float(np.float32(attrs["weight_offset"])))
+        out = ((sq > float(info.max)) | _may_overflow(m, n, x.dtype)
                | (sq / max(1, x.shape[-1]) + eps < float(info.smallest_normal))
-               | np.isinf(np.asarray(weight, np.float64)))
+               | np.isinf(np.asarray(weight, np.float64))
+               | ((t < float(info.smallest_normal)) & (w > n)))
     return np.asarray(np.broadcast_to(out, x.shape))
-
-
-def _scaled(a: np.ndarray, scale: float) -> np.ndarray:
-    """``a * scale`` rounded once to ``a``'s dtype (the product taken in float64); ``a``
-    itself when ``scale`` is 1 (still the array ``values`` drew, for CONF-103)."""
-    if scale == 1.0:
-        return a
-    with np.errstate(all="ignore"):
-        return (np.asarray(a, np.float64) * scale).astype(a.dtype)
 
 
 def _sample_rms_norm(src: ArgSource) -> OpCall:
     dtype = src.dtype(FLOATS, data=True)
     shape = src.shape(min_rank=1)
     x = src.values(dtype, shape, src.choice(_KINDS))
-    # a weight near the smallest normal puts results among the subnormals, where rounding
-    # the normalized value before the product (multiply_before_cast) shows
-    tiny = float(ml_dtypes.finfo(x.dtype).smallest_normal)
-    weight = _scaled(src.values(dtype, shape[-1:], "any"), src.choice([1.0, 1.0, 1.0, tiny]))
+    weight = src.values(dtype, shape[-1:], "any")
     return OpCall([x, weight], {"epsilon": src.choice([0.0, 1e-12, 0.5, 1e-6]),
                                 "weight_offset": src.choice([1.0, 0.0]),
                                 "multiply_before_cast": src.boolean()})

@@ -276,3 +276,24 @@ def test_legal_control_executors_pass_the_suite(control: str, tmp_path: Any) -> 
                     "(float32 or bfloat16)")
     assert len(run.outcomes) == 18, run.outcomes
     assert run.code == 0 and not run.failed(), run.failures()
+
+
+@pytest.mark.spec("TOL-2", "REDUCE-8")
+def test_rms_norm_subnormal_normalized_value_times_a_large_weight_is_unspecified() -> None:
+    """x0 / rms is about -1.3e-42, below bfloat16's smallest subnormal: an accumulation in
+    bfloat16 (legal, REDUCE-8) rounds it to 0, and the weight 3.4e38 turns that into a
+    difference of 4.5e-4, far past n * tiny; the reference (float32) keeps -4.5e-4."""
+    op = get_op("rms_norm")
+    bf = ml_dtypes.bfloat16
+    x = np.array([[-9.18355e-41, -98.0]], bf)
+    weight = np.array([3.38953e38, 62.25], bf)
+    attrs = {"epsilon": 0.0, "weight_offset": 0.0, "multiply_before_cast": True}
+    ref = np.asarray(op.kernel(x, weight, **attrs), np.float64)
+    assert ref[0, 0] == pytest.approx(-4.5e-4, rel=0.01)
+    with np.errstate(all="ignore"):
+        mask = op.unspecified(x, weight, **attrs)
+    assert mask.tolist() == [[True, False]]
+    # a weight within n keeps the element specified
+    small = np.array([1.0, 62.25], bf)
+    with np.errstate(all="ignore"):
+        assert op.unspecified(x, small, **attrs).tolist() == [[False, False]]
