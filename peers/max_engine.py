@@ -73,6 +73,8 @@ class MaxOp:
     dtypes: frozenset[str] = ANY
     check: Callable[[Node], str | None] | None = None
     note: str = ""
+    #: a reason MAX's interpreter (only) cannot run this node, or None
+    interp_check: Callable[[Node], str | None] | None = None
 
 
 def _unary(name: str) -> Callable[..., Any]:
@@ -256,7 +258,9 @@ OPS: dict[str, MaxOp] = {
         multiply_before_cast=a["multiply_before_cast"]), F_ALL),
     "group_norm": MaxOp(lambda ops, xs, a, n: ops.group_norm(
         xs[0], xs[1], xs[2], a["num_groups"], a["epsilon"]), F_ALL),
-    "conv2d": MaxOp(_conv2d, F_ALL | {"int32", "int64"}),
+    "conv2d": MaxOp(_conv2d, F_ALL | {"int32", "int64"}, interp_check=lambda n: (
+        "MAX's interpreter conv supports groups == 1 only (NotImplementedError at run time)"
+        if n.attrs["groups"] != 1 else None)),
     "max_pool2d": MaxOp(_pool("max_pool2d"), NUMERIC | {"bool"}, _symmetric_pool),
     "avg_pool2d": MaxOp(_pool("avg_pool2d"), F_ALL, _symmetric_pool),
     # buffers
@@ -339,8 +343,9 @@ def refusal(graph: Graph, *, interpreter: bool) -> str | None:
             if low:
                 return (f"node {pos}: {name} on {', '.join(low)}: MAX's interpreter has no "
                         "CPU kernels for 16- and 8-bit floats")
-        if row.check is not None:
-            why = row.check(node)
+        checks = (row.check, row.interp_check if interpreter else None)
+        for check in checks:
+            why = check(node) if check is not None else None
             if why is not None:
                 return f"node {pos}: {name}: {why}"
     return None
@@ -420,21 +425,29 @@ def translate(graph: Graph) -> Any:
 
 
 def _to_max(a: np.ndarray, dt: DType) -> Any:
+    """A MAX ``Buffer`` on ``a``'s memory (zero-copy: stores reach it). ml_dtypes arrays
+    (16- and 8-bit floats) and bool go as their bits, flat, then viewed with the shape
+    (``Buffer.view`` needs rank >= 1 to view, hence the flat detour)."""
     from max.driver import Buffer
-    if dt.name in FLOAT_16_8:  # no DLPack for ml_dtypes: the bits, then a view
-        return Buffer.from_dlpack(a.view(f"u{a.dtype.itemsize}")).view(_mdtype(dt))
-    if dt.name == "bool":
-        return Buffer.from_dlpack(a.view(np.uint8)).view(_mdtype(dt))
+    if dt.name in FLOAT_16_8 or dt.name == "bool":
+        flat = a.reshape(-1).view(f"u{a.dtype.itemsize}")
+        return Buffer.from_dlpack(flat).view(_mdtype(dt), tuple(a.shape))
     return Buffer.from_dlpack(a)
 
 
-def _from_max(b: Any, dt: DType) -> np.ndarray:
+def _from_max(b: Any, dt: DType, shape: tuple[int, ...]) -> np.ndarray:
+    """A fresh numpy copy of the MAX buffer ``b`` (EXEC-5)."""
     if dt.name in FLOAT_16_8 or dt.name == "bool":
         from max.dtype import DType as MDType
         width = {1: MDType.uint8, 2: MDType.uint16}[np.dtype(dt.to_numpy()).itemsize]
-        raw = np.from_dlpack(b.view(width))
-        return np.array(raw, copy=True).view(dt.to_numpy())
+        raw = np.from_dlpack(b.view(width, (int(np.prod(shape)),)))
+        return np.array(raw, copy=True).view(dt.to_numpy()).reshape(shape)
     return np.array(np.from_dlpack(b), copy=True)
+
+
+#: One lock for every instance: MAX's graph builder (one MLIR context per process) is not
+#: safe to drive from several threads at once (EXEC-8: calls are serialized here).
+_MAX_LOCK = threading.RLock()
 
 
 class _MaxExecutor:
@@ -448,7 +461,7 @@ class _MaxExecutor:
                                            f"(pip install -e '.[peer-max]'): {why}")
         import max
         self.__version__ = getattr(max, "__version__", MAX_VERSION)
-        self._lock = threading.RLock()
+        self._lock = _MAX_LOCK
         self._cache: OrderedDict[Hashable, Any] = OrderedDict()
         self.cache_size = cache_size
         self.compiles = 0
@@ -472,7 +485,8 @@ class _MaxExecutor:
                 self._cache.move_to_end(key)
                 return low, hit
         try:
-            prepared = self._build(low)
+            with self._lock:
+                prepared = self._build(low)
         except UnsupportedGraphError as e:
             raise UnsupportedGraphError(f"{self.name}: graph {graph.name!r} refused: {e} "
                                         "[EXEC-2]") from e
@@ -513,7 +527,7 @@ class _MaxExecutor:
                 a[...] = before
             raise UnsupportedGraphError(f"{self.name}: graph {graph.name!r} refused by MAX "
                                         f"at dispatch: {e} [EXEC-2]") from e
-        outs = [_from_max(b, v.type.dtype)
+        outs = [_from_max(b, v.type.dtype, tuple(v.type.shape))
                 for b, v in zip(results, low.outputs or (), strict=True)]
         return outs
 

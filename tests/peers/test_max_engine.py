@@ -129,3 +129,17 @@ def test_integer_floor_div_by_zero_does_not_kill_the_process() -> None:
     q, r = max_engine.MaxInterpreterExecutor().execute(g, [a, b])
     # elements 2 and 3 are unspecified (NUM-3); the others are MAX's own results
     assert q.shape == (4,) and r.shape == (4,)
+
+
+@needs_max
+def test_rank0_bool_and_bfloat16_cross_by_their_bits() -> None:
+    # a false alarm of the first run (test_graph[mixed-0]): Buffer.view needs rank >= 1
+    import ml_dtypes
+
+    from peers.max_engine import _from_max, _to_max
+    for a, dt in ((np.array(True), DType.bool),
+                  (np.array(1.5, ml_dtypes.bfloat16), DType.bfloat16),
+                  (np.zeros((0, 2), np.bool_), DType.bool)):
+        back = _from_max(_to_max(a, dt), dt, a.shape)
+        assert back.dtype == a.dtype and back.shape == a.shape
+        assert back.tobytes() == a.tobytes()
