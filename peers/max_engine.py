@@ -445,6 +445,13 @@ def _from_max(b: Any, dt: DType, shape: tuple[int, ...]) -> np.ndarray:
     return np.array(np.from_dlpack(b), copy=True)
 
 
+def _mlir_context() -> Any:
+    """MAX's default MLIR context, entered on this thread (``mlir.Context.current`` is
+    thread-local: a call from a thread other than the importing one has none; EXEC-8)."""
+    from max._mlir_context import ensure_default_mlir_context
+    return ensure_default_mlir_context()
+
+
 #: One lock for every instance: MAX's graph builder (one MLIR context per process) is not
 #: safe to drive from several threads at once (EXEC-8: calls are serialized here).
 _MAX_LOCK = threading.RLock()
@@ -485,7 +492,7 @@ class _MaxExecutor:
                 self._cache.move_to_end(key)
                 return low, hit
         try:
-            with self._lock:
+            with self._lock, _mlir_context():
                 prepared = self._build(low)
         except UnsupportedGraphError as e:
             raise UnsupportedGraphError(f"{self.name}: graph {graph.name!r} refused: {e} "
@@ -520,7 +527,7 @@ class _MaxExecutor:
         bufs = [_to_max(a, v.type.dtype) for v, a in zip(low.inputs, arrays, strict=True)]
         from max.experimental.executor import UnsupportedGraphError as MaxRefusal
         try:
-            with self._lock:
+            with self._lock, _mlir_context():
                 results = self._run(prepared, low, bufs)
         except MaxRefusal as e:  # a dispatch-time refusal: undo any store first (EXEC-3)
             for a, before in snapshot:

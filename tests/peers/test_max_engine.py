@@ -143,3 +143,29 @@ def test_rank0_bool_and_bfloat16_cross_by_their_bits() -> None:
         back = _from_max(_to_max(a, dt), dt, a.shape)
         assert back.dtype == a.dtype and back.shape == a.shape
         assert back.tobytes() == a.tobytes()
+
+
+@needs_max
+def test_execute_from_other_threads() -> None:
+    # a false alarm of the first run (test_concurrent_execute_on_different_graphs):
+    # mlir.Context.current is thread-local, so each call enters MAX's default context
+    import threading
+    ex = max_engine.MaxInterpreterExecutor()
+    errors: list[str] = []
+
+    def work(k: int) -> None:
+        try:
+            with Graph(f"g{k}", input_types=[TensorType(DType.float32, (3,))]) as g:
+                (x,) = g.inputs
+                g.output(x + float(k))
+            (o,) = ex.execute(g, [np.zeros(3, np.float32)])
+            assert (o == k).all()
+        except Exception as e:
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
