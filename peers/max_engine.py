@@ -169,11 +169,6 @@ def _store_slice(ops: Any, xs: list[Any], a: dict[str, Any], n: Node) -> Any:
     return []
 
 
-def _unit_step_slices(n: Node) -> str | None:
-    # MAX's slice ops take Python slices; a negative step is accepted by its builder.
-    return None
-
-
 #: The op table: registry op name -> its MAX form. Ops absent here are refused.
 OPS: dict[str, MaxOp] = {
     # elementwise, unary
