@@ -1,4 +1,4 @@
-"""The tests mirror the packages they test (issue 18): every test module lives in one of six
+"""The tests mirror the packages they test (issue 18): every test module lives in one of seven
 folders, each a package, and nothing else sits at the top of ``tests/``.
 
 - ``graph/``: the IR (graph, memo, copy, retarget, structural key, text form, dtypes and
@@ -9,7 +9,8 @@ folders, each a package, and nothing else sits at the top of ``tests/``.
   executors of ``reference_executors/`` (with their golden C sources under ``golden/``);
 - ``suite/``: the conformance suite itself, with the executors it must judge (broken,
   vendor-style, simulated device);
-- ``meta/``: lint, layering, the executed spec, REG-1, this layout.
+- ``meta/``: lint, layering, the executed spec, REG-1, this layout;
+- ``peers/``: the adapters of ``peers/`` that run external engines (marker ``peer``).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
-FOLDERS = ("graph", "ops", "frontend", "executors", "suite", "meta")
+FOLDERS = ("graph", "ops", "frontend", "executors", "suite", "meta", "peers")
 
 
-def test_every_test_module_lives_in_one_of_the_six_folders() -> None:
+def test_every_test_module_lives_in_one_of_the_seven_folders() -> None:
     misplaced = [str(p.relative_to(TESTS)) for p in sorted(TESTS.rglob("*.py"))
                  if p.parent != TESTS and p.relative_to(TESTS).parts[0] not in FOLDERS]
     top = sorted(p.name for p in TESTS.iterdir()
