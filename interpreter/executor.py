@@ -6,8 +6,9 @@ An executor runs a finalized, lowered graph: ``execute(graph, inputs) -> outputs
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -20,7 +21,11 @@ from .graph.lowering import lowered, lowered_node_count
 from .registry import REGISTRY
 from .types import BufferType
 
-__all__ = ["Executor", "InterpreterExecutor", "UnsupportedGraphError", "validate_inputs"]
+__all__ = ["Executor", "InterpreterExecutor", "PlanCache", "UnsupportedGraphError",
+           "validate_inputs"]
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
 
 
 @runtime_checkable
@@ -33,6 +38,31 @@ class Executor(Protocol):
     """
 
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> Sequence[Any]: ...
+
+
+class PlanCache(Generic[K, V]):
+    """An executor's per-structure cache (key: ``structural_key``), least recently used
+    entry evicted first. Not locked: the executor holds its own lock around each call."""
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        """The entry of ``key`` (now the most recently used), or None."""
+        hit = self._entries.get(key)
+        if hit is not None:
+            self._entries.move_to_end(key)
+        return hit
+
+    def put(self, key: K, value: V, size: int) -> None:
+        """Keep ``value`` under ``key``, then evict down to ``size`` entries."""
+        self._entries[key] = value
+        self._entries.move_to_end(key)
+        while len(self._entries) > size:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def validate_inputs(who: str, graph: Graph, inputs: Sequence[Any]) -> None:

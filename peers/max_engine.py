@@ -4,9 +4,13 @@ dtypes and shapes) and run by MAX's own executors:
 
 - ``MaxInterpreterExecutor``: ``max.experimental.executor.InterpreterExecutor`` (MAX's MO
   interpreter, one small compiled kernel per (op, dtype), cached on disk under
-  ``MODULAR_DERIVED_PATH``; warm it first: ``python -m peers.max_engine warm``);
+  ``MODULAR_DERIVED_PATH``; warm it first: ``python -m peers.max_engine warm``), one
+  translated ``max.graph.Graph`` per graph structure;
 - ``MaxCompilingExecutor``: ``InferenceSession.load`` (MAX's graph compiler), one compiled
-  model per graph structure, cached per instance by the structural key.
+  model per graph structure.
+
+Both cache per instance by the structural key (``PlanCache``, LRU): a repeated structure is
+neither translated nor compiled again.
 
 Arrays cross by DLPack (``Buffer.from_dlpack``): ``BufferType`` inputs are the caller's
 own memory, so MAX's stores reach it (EXEC-6). Results are copied out (EXEC-5).
@@ -16,7 +20,7 @@ op table ``OPS`` (data: registry op name -> MAX builder, dtypes it is mapped for
 limits) and the dtype rules below; the reason is in the message. MAX's interpreter can also
 refuse at dispatch (``UnsupportedOpVariant`` for an (op, dtype) outside a kernel family):
 then the buffer inputs are restored byte for byte from a snapshot taken before the call, so
-the refusal still leaves no side effect (EXEC-3).
+the refusal still leaves no side effect (EXEC-3); a graph without a storing node takes none.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +37,7 @@ import numpy as np
 
 from interpreter.dtype import DType
 from interpreter.errors import ExecutorUnavailableError, UnsupportedGraphError
-from interpreter.executor import validate_inputs
+from interpreter.executor import PlanCache, validate_inputs
 from interpreter.graph.core import Graph, Node, Value
 from interpreter.graph.key import structural_key
 from interpreter.graph.lowering import lowered
@@ -72,7 +75,6 @@ class MaxOp:
     build: Callable[..., Any]
     dtypes: frozenset[str] = ANY
     check: Callable[[Node], str | None] | None = None
-    note: str = ""
     #: a reason MAX's interpreter (only) cannot run this node, or None
     interp_check: Callable[[Node], str | None] | None = None
 
@@ -142,7 +144,7 @@ def _constant(ops: Any, xs: list[Any], a: dict[str, Any], n: Node) -> Any:
     dt = n.results[0].type.dtype
     if dt.name in FLOAT_16_8:  # ml_dtypes arrays have no DLPack: pass the bits, view back
         from max.driver import Buffer
-        bits = np.ascontiguousarray(value).view(f"u{value.dtype.itemsize}").copy()
+        bits = value.view(f"u{value.dtype.itemsize}").copy()
         return ops.constant(Buffer.from_dlpack(bits).view(_mdtype(dt)), _mdtype(dt),
                             MDeviceRef.CPU())
     return ops.constant(value.copy(), _mdtype(dt), MDeviceRef.CPU())
@@ -186,9 +188,9 @@ OPS: dict[str, MaxOp] = {
     # elementwise, binary (operands already broadcast and promoted by lowering)
     **{name: MaxOp(_binary(name), NUMERIC) for name in ("add", "sub", "mul", "pow")},
     "div": MaxOp(_binary("div"), F_ALL),
-    "floor_div": MaxOp(_binary("floor_div"), NUMERIC,
-                       note="integer: divisor guarded, see _guard_int_division"),
-    "mod": MaxOp(_binary("mod"), NUMERIC, note="integer: divisor guarded"),
+    # integer floor_div/mod: translate guards the divisor first (_guard_int_division)
+    "floor_div": MaxOp(_binary("floor_div"), NUMERIC),
+    "mod": MaxOp(_binary("mod"), NUMERIC),
     "max": MaxOp(_binary("max"), NUMERIC | {"bool"}),
     "min": MaxOp(_binary("min"), NUMERIC | {"bool"}),
     **{name: MaxOp(_binary(name), ANY) for name in ("equal", "not_equal")},
@@ -447,6 +449,29 @@ def _mlir_context() -> Any:
     return ensure_default_mlir_context()
 
 
+def mutates(graph: Graph) -> bool:
+    """Whether any node of ``graph`` has a side effect (a store into a buffer input)."""
+    for node in graph.nodes:
+        if node.op.side_effect:
+            return True
+    return False
+
+
+def _snapshot(graph: Graph, arrays: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(buffer input, copy of it)`` for each ``BufferType`` input: what a dispatch-time
+    refusal restores (EXEC-3)."""
+    return [(a, a.copy()) for v, a in zip(graph.inputs, arrays, strict=True)
+            if isinstance(v.type, BufferType)]
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """One cached structure: the MAX form ``_run`` takes and whether the graph stores."""
+
+    built: Any
+    mutates: bool
+
+
 #: One lock for every instance: MAX's graph builder (one MLIR context per process) is not
 #: safe to drive from several threads at once (EXEC-8: calls are serialized here).
 _MAX_LOCK = threading.RLock()
@@ -464,7 +489,7 @@ class _MaxExecutor:
         import max
         self.__version__ = getattr(max, "__version__", MAX_VERSION)
         self._lock = _MAX_LOCK
-        self._cache: OrderedDict[Hashable, Any] = OrderedDict()
+        self._cache: PlanCache[Hashable, _Prepared] = PlanCache()
         self.cache_size = cache_size
         self.compiles = 0
 
@@ -474,7 +499,8 @@ class _MaxExecutor:
     def refusal(self, graph: Graph) -> str | None:
         return refusal(lowered(graph), interpreter=self.interpreter)
 
-    def _prepare(self, graph: Graph) -> tuple[Graph, Any]:
+    def _prepare(self, graph: Graph) -> tuple[Graph, _Prepared]:
+        """The lowered copy of ``graph`` and its cached MAX form (built on a miss)."""
         low = lowered(graph)  # a lowered copy; the graph given is not changed (EXEC-15)
         why = refusal(low, interpreter=self.interpreter)
         if why is not None:
@@ -483,23 +509,21 @@ class _MaxExecutor:
         key = structural_key(low)
         with self._lock:
             hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                return low, hit
+        if hit is not None:
+            return low, hit
         try:
             with self._lock, _mlir_context():
-                prepared = self._build(low)
+                prepared = _Prepared(self._build(low), mutates(low))
         except UnsupportedGraphError as e:
             raise UnsupportedGraphError(f"{self.name}: graph {graph.name!r} refused: {e} "
                                         "[EXEC-2]") from e
         with self._lock:
             self.compiles += 1
-            self._cache[key] = prepared
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+            self._cache.put(key, prepared, self.cache_size)
         return low, prepared
 
     def _build(self, low: Graph) -> Any:
+        """What ``_run`` runs for every graph of ``low``'s structure (built once)."""
         raise NotImplementedError
 
     def _run(self, prepared: Any, low: Graph, bufs: list[Any]) -> Sequence[Any]:
@@ -517,13 +541,13 @@ class _MaxExecutor:
                 arrays.append(a)
             else:  # a private contiguous copy: MAX never sees the caller's read-only input
                 arrays.append(np.array(a, copy=True, order="C"))
-        snapshot = [(a, a.copy()) for v, a in zip(low.inputs, arrays, strict=True)
-                    if isinstance(v.type, BufferType)]
+        # only a graph that stores can leave a side effect to undo (EXEC-3)
+        snapshot = _snapshot(low, arrays) if prepared.mutates else []
         bufs = [_to_max(a, v.type.dtype) for v, a in zip(low.inputs, arrays, strict=True)]
         from max.experimental.executor import UnsupportedGraphError as MaxRefusal
         try:
             with self._lock, _mlir_context():
-                results = self._run(prepared, low, bufs)
+                results = self._run(prepared.built, low, bufs)
         except MaxRefusal as e:  # a dispatch-time refusal: undo any store first (EXEC-3)
             for a, before in snapshot:
                 a[...] = before
@@ -541,12 +565,13 @@ class MaxInterpreterExecutor(_MaxExecutor):
     name = "MaxInterpreterExecutor"
 
     def _build(self, low: Graph) -> Any:
-        return low  # MAX's interpreter lowers the module in place: build one per call
+        return translate(low)
 
     def _run(self, prepared: Any, low: Graph, bufs: list[Any]) -> Sequence[Any]:
+        """Run the cached ``max.graph.Graph``: MAX's ``InterpreterExecutor`` lowers its module
+        to MO in place on the first call (RMO legalization), a no-op on later calls."""
         from max.experimental.executor import InterpreterExecutor
-        mg = translate(low)
-        return InterpreterExecutor().execute(mg, bufs)
+        return InterpreterExecutor().execute(prepared, bufs)
 
 
 class MaxCompilingExecutor(_MaxExecutor):

@@ -24,7 +24,6 @@ CuPy.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +32,7 @@ import numpy as np
 
 from interpreter.dtype import DType
 from interpreter.errors import ExecutorInputError, ExecutorUnavailableError, UnsupportedGraphError
+from interpreter.executor import PlanCache
 from interpreter.graph.core import Graph, Node, Value
 from interpreter.graph.key import structural_key
 from interpreter.graph.lowering import lowered
@@ -181,7 +181,7 @@ class CupyExecutor:
     def __init__(self, cache_size: int = CACHE_SIZE) -> None:
         self._cp, self._count = import_cupy()
         self.cache_size = cache_size
-        self._plans: OrderedDict[Hashable, GpuPlan] = OrderedDict()
+        self._plans: PlanCache[Hashable, GpuPlan] = PlanCache()
         self._kernels: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.compiles = 0  # plans built (cache misses), for tests
@@ -226,17 +226,14 @@ class CupyExecutor:
         key = structural_key(graph)
         with self._lock:
             plan = self._plans.get(key)
-            if plan is not None:
-                self._plans.move_to_end(key)
-                return plan
+        if plan is not None:
+            return plan
         plan = plan_gpu(graph)
         for source in plan.sources():
             self._kernel(source)
         with self._lock:
             self.compiles += 1
-            self._plans[key] = plan
-            while len(self._plans) > self.cache_size:
-                self._plans.popitem(last=False)
+            self._plans.put(key, plan, self.cache_size)
         return plan
 
     def _kernel(self, source: KernelSource) -> Any:

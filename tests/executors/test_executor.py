@@ -358,3 +358,15 @@ def test_evaluate_takes_a_per_node_kernel_override() -> None:
                       "ran exp: [-2.0, 4.0, -1.0]"]
     (again,) = evaluate(g, [x0])
     np.testing.assert_allclose(again, np.exp(-x0.astype(np.float64)), rtol=1e-6)
+
+
+def test_plan_cache_evicts_the_least_recently_used() -> None:
+    from interpreter.executor import PlanCache
+    cache: PlanCache[str, int] = PlanCache()
+    cache.put("a", 1, 2)
+    cache.put("b", 2, 2)
+    assert cache.get("a") == 1  # "a" is now the most recent: "b" goes first
+    cache.put("c", 3, 2)
+    assert (cache.get("b"), cache.get("a"), cache.get("c"), len(cache)) == (None, 1, 3, 2)
+    cache.put("d", 4, 1)  # a smaller size evicts down to it
+    assert (len(cache), cache.get("d")) == (1, 4)

@@ -6,6 +6,8 @@ with the reason when ``max`` does not import.
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import numpy as np
 import pytest
 
@@ -74,6 +76,147 @@ def test_constructor_without_max_says_why() -> None:
     from interpreter.errors import ExecutorUnavailableError
     with pytest.raises(ExecutorUnavailableError, match="max"):
         max_engine.MaxInterpreterExecutor()
+
+
+# ---- engine-free tests of the executors over a fake ``max`` ---------------------------
+
+class _FakeRefusal(RuntimeError):
+    """Stands for ``max.experimental.executor.UnsupportedGraphError``."""
+
+
+class _FakeInterpreter:
+    """Stands for MAX's ``InterpreterExecutor``: runs the "MAX graph" (the lowered graph
+    itself, see ``fake_max``) with the reference interpreter on the arrays given, so stores
+    reach the caller's buffers as DLPack would make them. ``refuse_after_run``: mutate, then
+    refuse (a dispatch-time refusal after a store)."""
+
+    runs: ClassVar[list[Graph]] = []
+    refuse_after_run = False
+
+    def execute(self, graph: Graph, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        _FakeInterpreter.runs.append(graph)
+        outs = InterpreterExecutor().execute(graph, inputs)
+        if _FakeInterpreter.refuse_after_run:
+            raise _FakeRefusal("UnsupportedOpVariant")
+        return outs
+
+
+@pytest.fixture
+def fake_max(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """Installs a fake ``max`` package and fakes of the adapter's MAX-facing helpers;
+    returns the call logs: ``translate`` (graphs translated) and ``snapshot`` (taken)."""
+    import contextlib
+    import sys
+    import types
+
+    pkg = types.ModuleType("max")
+    pkg.__version__ = "fake"  # type: ignore[attr-defined]
+    executor = types.ModuleType("max.experimental.executor")
+    executor.InterpreterExecutor = _FakeInterpreter  # type: ignore[attr-defined]
+    executor.UnsupportedGraphError = _FakeRefusal  # type: ignore[attr-defined]
+    for name, mod in (("max", pkg), ("max.graph", types.ModuleType("max.graph")),
+                      ("max.experimental", types.ModuleType("max.experimental")),
+                      ("max.experimental.executor", executor)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    log: dict[str, list[Any]] = {"translate": [], "snapshot": []}
+    real_snapshot = max_engine._snapshot
+
+    def translate(g: Graph) -> Graph:
+        log["translate"].append(g)
+        return g
+
+    def snapshot(g: Graph, arrays: list[np.ndarray]) -> Any:
+        log["snapshot"].append(g)
+        return real_snapshot(g, arrays)
+
+    monkeypatch.setattr(max_engine, "translate", translate)
+    monkeypatch.setattr(max_engine, "_snapshot", snapshot)
+    monkeypatch.setattr(max_engine, "_to_max", lambda a, dt: a)
+    monkeypatch.setattr(max_engine, "_from_max", lambda b, dt, shape: np.array(b, copy=True))
+    monkeypatch.setattr(max_engine, "_mlir_context", contextlib.nullcontext)
+    monkeypatch.setattr(_FakeInterpreter, "runs", [])
+    monkeypatch.setattr(_FakeInterpreter, "refuse_after_run", False)
+    return log
+
+
+def _pure(k: float = 1.0) -> Graph:
+    with Graph("pure", input_types=[TensorType(DType.float32, (3,)),
+                                    BufferType(DType.float32, (3,))]) as g:
+        x, buf = g.inputs
+        g.output(ops.exp(x) + k, ops.buffer_load(buf))
+    return g
+
+
+def test_interpreter_translates_a_structure_once(fake_max: dict[str, list[Any]]) -> None:
+    ex = max_engine.MaxInterpreterExecutor()
+    x = np.array([0.0, 1.0, -1.0], np.float32)
+    for _ in range(3):
+        out, loaded = ex.execute(_pure(), [x, np.full(3, 2.0, np.float32)])
+        np.testing.assert_allclose(out, np.exp(x) + 1.0, rtol=1e-6)
+        assert (loaded == 2.0).all()
+    ex.execute(_store_then(), [x, np.zeros(3, np.float32)])
+    assert len(fake_max["translate"]) == 2 and ex.compiles == 2  # two structures
+    runs = _FakeInterpreter.runs
+    assert len(runs) == 4 and runs[0] is runs[1] is runs[2]  # the cached MAX graph, reused
+
+
+def test_interpreter_cache_is_a_bounded_lru(fake_max: dict[str, list[Any]]) -> None:
+    ex = max_engine.MaxInterpreterExecutor(cache_size=1)
+    x, b = np.zeros(3, np.float32), np.zeros(3, np.float32)
+    ex.execute(_pure(), [x, b])
+    ex.execute(_store_then(), [x, b.copy()])  # evicts the first structure
+    ex.execute(_pure(), [x, b])
+    assert len(fake_max["translate"]) == 3 and len(ex._cache) == 1
+
+
+def test_snapshot_only_for_graphs_that_store(fake_max: dict[str, list[Any]]) -> None:
+    ex = max_engine.MaxInterpreterExecutor()
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    assert not max_engine.mutates(lowered(_pure()))
+    assert max_engine.mutates(lowered(_store_then()))
+    ex.execute(_pure(), [x, np.zeros(3, np.float32)])
+    assert fake_max["snapshot"] == []
+    buf = np.zeros(3, np.float32)
+    ex.execute(_store_then(), [x, buf])
+    assert len(fake_max["snapshot"]) == 1 and (buf == x).all()
+
+
+def test_dispatch_refusal_restores_the_stored_buffer(fake_max: dict[str, list[Any]]) -> None:
+    _FakeInterpreter.refuse_after_run = True
+    buf = np.full(3, 7.0, np.float32)
+    with pytest.raises(UnsupportedGraphError, match="refused by MAX at dispatch"):
+        max_engine.MaxInterpreterExecutor().execute(
+            _store_then(), [np.ones(3, np.float32), buf])
+    assert (buf == 7.0).all()  # the store ran, then was undone (EXEC-3)
+
+
+def test_constant_passes_one_contiguous_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    graph_mod = types.ModuleType("max.graph")
+    graph_mod.DeviceRef = types.SimpleNamespace(CPU=lambda: "cpu")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "max.graph", graph_mod)
+    monkeypatch.setattr(max_engine, "_mdtype", lambda dt: dt.name)
+    seen: list[tuple[Any, ...]] = []
+    fake_ops = types.SimpleNamespace(constant=lambda *a: seen.append(a) or "c")
+    calls: list[int] = []
+    real = np.ascontiguousarray
+
+    def counted(a: Any) -> np.ndarray:
+        calls.append(1)
+        return real(a)
+
+    monkeypatch.setattr(max_engine.np, "ascontiguousarray", counted)
+    value = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]  # not contiguous
+    with Graph("c", input_types=[]) as g:
+        g.output(ops.constant(value, DType.float32))
+    node = g.nodes[0]
+    assert max_engine._constant(fake_ops, [], dict(node.attrs), node) == "c"
+    arr, mdt, dev = seen[0]
+    assert len(calls) == 1 and mdt == "float32" and dev == "cpu"
+    assert arr.flags.c_contiguous and (arr == value).all()
+    assert not np.shares_memory(arr, node.attrs["value"])
 
 
 # ---- engine tests -------------------------------------------------------------------
@@ -169,3 +312,23 @@ def test_execute_from_other_threads() -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+@needs_max
+def test_interpreter_reruns_a_cached_structure() -> None:
+    # the cached max.graph.Graph is lowered in place by its first run; later runs reuse it
+    def graph() -> Graph:
+        with Graph("twice", input_types=[TensorType(DType.float32, (3,)),
+                                         BufferType(DType.float32, (3,))]) as g:
+            x, buf = g.inputs
+            ops.buffer_store(buf, x + x)
+            g.output(x + x)
+        return g
+
+    ex = max_engine.MaxInterpreterExecutor()
+    for k in range(3):
+        x = np.array([1.0, -2.0, 0.5], np.float32) * (k + 1)
+        buf = np.zeros(3, np.float32)
+        (out,) = ex.execute(graph(), [x, buf])
+        assert (out == 2 * x).all() and (buf == 2 * x).all()
+    assert ex.compiles == 1
