@@ -148,25 +148,28 @@ def _each(out: Any, f: Callable[[Any], Any]) -> Any:
 
 
 # -- the variants -------------------------------------------------------------------------------
-def _ftz(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
-    if node.op.category in ("buffer", "creation", "random", "debug"):
-        return None
-    return lambda *a, **k: _each(kernel(*[_flush(x) for x in a], **k), _flush)
-
-
-def _ftz_in(dtypes: frozenset[str]) -> Wrap:
-    """``ftz`` flushing only arrays of ``dtypes`` (operands and results, CONF-141)."""
+def _ftz_in(dtypes: frozenset[str] | None = None) -> Wrap:
+    """``ftz``: operands and results flushed, and the op's ``ftz`` variant (a flushed
+    intermediate) in place of its own kernel; with ``dtypes``, only arrays of those dtypes
+    (CONF-141)."""
 
     def flush(a: Any) -> Any:
         a = np.asarray(a)
-        return _flush(a) if str(a.dtype) in dtypes else a
+        return _flush(a) if dtypes is None or str(a.dtype) in dtypes else a
 
     def wrap(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
         if node.op.category in ("buffer", "creation", "random", "debug"):
             return None
+        inner = node.op.variants.get("ftz")
+        if inner is not None and kernel is node.op.kernel and node.results and (
+                dtypes is None or _node_in(node, dtypes)):
+            kernel = inner
         return lambda *a, **k: _each(kernel(*[flush(x) for x in a], **k), flush)
 
     return wrap
+
+
+_ftz = _ftz_in()
 
 
 def _fma(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
@@ -265,7 +268,8 @@ class _Class:
 
 _VARIANTS: dict[str, _Class] = {
     "ftz": _Class(_ftz, "NUM-11", "flush-to-zero / denormals-are-zero: matches the reference "
-                  "with subnormal operands and results flushed to ±0"),
+                  "with subnormal operands and results (and a floor_div/mod quotient) "
+                  "flushed to ±0"),
     "fma": _Class(_fma, "NUM-12", "FMA contraction: matches the reference with a*b+c "
                   "(mul feeding add/sub) rounded once"),
     "excess-precision": _Class(_excess, "NUM-12", "excess precision: matches the reference "

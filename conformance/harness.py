@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 import numpy as np
 from _pytest.outcomes import Failed, Skipped
 from hypothesis import reject, settings
-from hypothesis.errors import Unsatisfiable
+from hypothesis.errors import Unsatisfiable, UnsatisfiedAssumption
 from hypothesis.internal.reflection import function_digest
 
 from interpreter.errors import UnsupportedGraphError
@@ -148,6 +148,10 @@ class Harness:
         #: batch proved, batches run, why batching stopped, the batch input set that failed
         self._collecting: list[Case] | None = None
         self.proven: set[tuple[str, ...]] = set()
+        #: examples judged passing, and examples rejected, outside a batch: a replay gets
+        #: the same outcome without a call (CONF-114)
+        self.passed: set[tuple[str, ...]] = set()
+        self.rejected: set[tuple[str, ...]] = set()
         self.batched = 0
         self.batch_stop = ""
         self.batch_failure: Case | None = None
@@ -188,8 +192,20 @@ class Harness:
             self.graphs.add(key)
             self._collecting.append(case)
             return Verdict(True)
-        if example in self.proven:
-            return Verdict(True)  # judged in a batch that passed (CONF-136)
+        if example in self.proven or example in self.passed:
+            return Verdict(True)  # judged passing before, or in a batch (CONF-136)
+        if example in self.rejected:
+            reject()  # a replay keeps the outcome hypothesis saw first (CONF-114)
+        try:
+            verdict = self._judge(case, key, example)
+        except UnsatisfiedAssumption:
+            self.rejected.add(example)
+            raise
+        self.passed.add(example)
+        return verdict
+
+    def _judge(self, case: Case, key: str, example: tuple[str, ...]) -> Verdict:
+        """``check`` of an example not judged before (or seen failing)."""
         known = self.failing_set.get(example)
         again = None if known is None else known[0]
         if known is not None and not in_final_example():

@@ -227,6 +227,9 @@ VARIANTS: dict[str, str] = {
     "int-saturation": "integer results clamped to the dtype's range, not wrapped (NUM-2)",
     "rounding-mode": "ties away from zero, truncating division and remainder (NUM-3)",
     "double-rounding": "the conversion rounded through float32 first (NUM-4)",
+    "ftz": "an intermediate the op computes in its float dtype (a quotient) flushed to a zero "
+           "of its sign where subnormal; operands and results are flushed by the class "
+           "itself (NUM-11)",
     "fma": "``(x, y, other, *, product_first)``: the op on the product ``x * y`` (its first "
            "operand if ``product_first``) and ``other``, rounded once (NUM-12)",
 }

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ..dtype import DType
@@ -191,6 +192,37 @@ def _trunc_mod(lhs: Array, rhs: Array) -> Array:
     return np.fmod(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
 
 
+def _subnormal_quotient(lhs: Array, rhs: Array) -> tuple[Array, Array]:
+    """Where the float quotient ``lhs / rhs``, rounded to the dtype, is subnormal (an FTZ
+    backend dividing in that dtype flushes it to a zero of its sign, NUM-11), and that sign."""
+    a = np.asarray(lhs)
+    if a.dtype.kind not in "fV":
+        return np.zeros(np.broadcast_shapes(a.shape, np.shape(rhs)), bool), np.zeros(())
+    with np.errstate(all="ignore"):
+        q = round_to(a.astype(np.float64) / np.asarray(rhs, np.float64), a.dtype)
+    q64 = np.asarray(q, np.float64)
+    tiny = float(ml_dtypes.finfo(a.dtype).smallest_normal)
+    return (q64 != 0) & (np.abs(q64) < tiny), np.copysign(0.0, q64)
+
+
+def _ftz_floor_div(lhs: Array, rhs: Array) -> Array:
+    """floor_div whose float quotient was flushed when subnormal: ``floor(+-0) = +-0``
+    where the reference gives -1 or 0 (FTZ inside the op, NUM-11)."""
+    out = np.asarray(_via_f64(np.floor_divide)(lhs, rhs))
+    sub, zero = _subnormal_quotient(lhs, rhs)
+    return np.where(sub, zero, out).astype(out.dtype) if sub.any() else out
+
+
+def _ftz_mod(lhs: Array, rhs: Array) -> Array:
+    """mod as ``lhs - rhs * floor(q)`` with a subnormal float quotient ``q`` flushed:
+    ``lhs`` there (FTZ inside the op, NUM-11)."""
+    out = np.asarray(_via_f64(np.mod)(lhs, rhs))
+    sub, _ = _subnormal_quotient(lhs, rhs)
+    if not sub.any():
+        return out
+    return np.where(sub, np.broadcast_to(np.asarray(lhs), out.shape), out).astype(out.dtype)
+
+
 # -- binary arithmetic --------------------------------------------------------------------
 def _int_zero_divisor(lhs: Array, rhs: Array) -> Array:
     """Integer division/modulo by zero gives an unspecified value (NUM-3)."""
@@ -248,10 +280,11 @@ _binary("mul", np.multiply, NUMERIC, "Elementwise product; integers wrap around 
 _binary("div", np.divide, FLOATS, "IEEE true division (floats only; use floor_div for ints).")
 _binary("floor_div", _via_f64(np.floor_divide), NUMERIC,
         "Division rounded toward -inf, as Python's // (NUM-3).", unspecified=_int_zero_divisor,
-        sample=_divisor, variants={"rounding-mode": _trunc_div})
+        sample=_divisor, variants={"rounding-mode": _trunc_div, "ftz": _ftz_floor_div})
 _binary("mod", _via_f64(np.mod), NUMERIC,
         "Remainder with the sign of the divisor, as Python's % (NUM-3).",
-        unspecified=_int_zero_divisor, sample=_divisor, variants={"rounding-mode": _trunc_mod})
+        unspecified=_int_zero_divisor, sample=_divisor,
+        variants={"rounding-mode": _trunc_mod, "ftz": _ftz_mod})
 _binary("pow", _via_f64(_pow), NUMERIC, "Elementwise power (integer negative exponents: NUM-6).",
         tolerance=ulp(2), unspecified=_pow_unspecified,
         sample=_binary_sampler(("any", "small"), ("small", "small", "any")))

@@ -76,6 +76,41 @@ def test_flushed_subnormals_are_ftz() -> None:
     assert _classes(g, [x, y], FlushToZero()) == ["ftz"]
 
 
+def _native_floor_div(lhs: Any, rhs: Any) -> Any:
+    """floor_div dividing in the operands' float dtype, the quotient flushed when
+    subnormal (an FTZ CPU: MAX 26.7's float32 ``-1.0 // FLT_MAX`` gives -0.0)."""
+    with np.errstate(all="ignore"):
+        q = np.asarray(np.divide(lhs, rhs))
+    tiny = q.dtype.type(2.0**-126)
+    return np.floor(np.where((np.abs(q) < tiny) & (q != 0), q * q.dtype.type(0), q))
+
+
+class FlushToZeroNativeDiv(FlushToZero):
+    overrides: ClassVar[dict[str, Callable[..., Any]]] = {"floor_div": _native_floor_div}
+
+
+@pytest.mark.spec("CONF-40", "CONF-144", "NUM-11")
+def test_a_flushed_floor_div_quotient_is_ftz_not_only_rounding_mode(tmp_path: Path) -> None:
+    """``-1.0 // FLT_MAX``: the quotient -2.9e-39 is subnormal; flushed, the floor gives
+    -0.0, which truncation gives too. The ftz variant flushes the quotient (the op's
+    ``ftz`` registry variant), so the diagnosis is ambiguous between the two, and a
+    declared ftz excuses it (a MAX run had it diagnosed ``rounding-mode`` alone)."""
+    g = _graph([DType.float32] * 2, 2, lambda x, y: ops.floor_div(x, y))
+    inputs = [np.array([-1.0, 7.0], F32), np.array([np.finfo(F32).max, 2.0], F32)]
+    case, v = _fail(g, inputs, FlushToZeroNativeDiv())
+    assert v.expected["out0"].tolist() == [-1.0, 3.0]
+    assert str(v.actual["out0"][0]) == "-0.0"
+    found = diagnose(case.graph, case.inputs, v.expected, v.actual)
+    assert sorted(f.cls for f in found) == ["ftz", "rounding-mode"]
+    assert "ambiguous: ftz or rounding-mode" in annotate(case.graph, case.inputs,
+                                                         v.expected, v.actual)[0]
+    assert explained_by(case.graph, case.inputs, v.actual, ["ftz"])
+    h = Harness(_request(tmp_path, ["ftz"]), FlushToZeroNativeDiv(), REF,
+                ArtifactDir(tmp_path, "t", "x"), "floor_div", op="floor_div",
+                dtype="float32", shape_class="general")
+    assert not h.check(case).ok and h.deviated == ["ftz"]
+
+
 @pytest.mark.spec("CONF-40", "NUM-12")
 def test_contracted_float64_multiply_add_is_fma() -> None:
     g = _graph([DType.float64] * 3, 2, lambda a, b, c: ops.add(ops.mul(a, b), c))

@@ -7,17 +7,24 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import UnsatisfiedAssumption
 
-from conformance.artifacts import load_case
+from conformance.artifacts import ArtifactDir, load_case
 from conformance.differential import check_case
+from conformance.harness import Harness
 from conformance.minimize import Budget, minimize
 from conformance.pipeline import under_test
 from conformance.shrink_budget import SHRINK_FACTOR, ShrinkBudget
 from conformance.strategies import INPUT_SETS, Case
 from interpreter.dtype import DType
+from interpreter.errors import UnsupportedGraphError
 from interpreter.executor import InterpreterExecutor
 from interpreter.graph import ops
 from interpreter.graph.core import Graph, TensorValue
@@ -140,3 +147,46 @@ def test_zero_budget_reports_the_first_failing_example(tmp_path: Path) -> None:
     assert not list(art.glob("*/original"))
     # only the replays of the failing example judged it again
     assert meta["shrink_calls"] <= _past_budget(art), meta
+
+
+class _RefusesNegate(InterpreterExecutor):
+    def execute(self, graph: Graph, inputs: Any) -> list[Any]:
+        if any(n.op.name == "negate" for n in graph.nodes):
+            raise UnsupportedGraphError("negate: not supported here")
+        return super().execute(graph, inputs)
+
+
+def _one_op(op: Any, name: str) -> Case:
+    with Graph(name, input_types=[TensorType(DType.float32, (3,))]) as g:
+        g.output(op(g.inputs[0]))
+    return Case(g, [np.array([0.5, -1.0, 2.0], F32)])
+
+
+@pytest.mark.spec("CONF-114")
+def test_a_replayed_example_keeps_its_outcome_whatever_the_budget(tmp_path: Path) -> None:
+    """Hypothesis may run an example again while it shrinks (a cache miss): an example
+    judged passing passes again and one rejected (here refused) is rejected again, without
+    a call, even with the budget spent; rejecting the passing one would be a FlakyFailure
+    ("last: VALID, this: INVALID") reported instead of the executor's failure."""
+    node = SimpleNamespace(user_properties=[], nodeid="tests::replay")
+    art = ArtifactDir(tmp_path / "art", "tests::replay", "x:Y", ROOT)
+    h = Harness(SimpleNamespace(node=node), _RefusesNegate(), REF, art, "replay")
+    passing, refused = _one_op(ops.exp, "e"), _one_op(ops.negate, "n")
+    seen: list[int] = []
+
+    @settings(max_examples=1, database=None)
+    @given(st.just(0))
+    def shrink_phase(_: int) -> None:
+        assert h.check(passing).ok
+        with pytest.raises(UnsatisfiedAssumption):
+            h.check(refused)
+        h.shrink = ShrinkBudget(calls=0, structures=0)
+        h.shrink.start(h.tally)  # a failure elsewhere: shrinking, nothing left to spend
+        calls = h.tally.calls
+        assert h.check(passing).ok
+        with pytest.raises(UnsatisfiedAssumption):
+            h.check(refused)
+        seen.append(h.tally.calls - calls)
+
+    shrink_phase()
+    assert seen == [0] and h.examples == 1 and h.refusals == 1

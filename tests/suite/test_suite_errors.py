@@ -375,3 +375,18 @@ def test_suite_numpy_warnings_stay_inside(tmp_path: Path) -> None:
     runtime = [w for w in run.warnings if w[0] == "RuntimeWarning"]
     assert any(w[1].endswith("vendor_executors.py") for w in runtime), runtime
     assert all(w[1].endswith("vendor_executors.py") for w in runtime), runtime
+
+
+@pytest.mark.spec("EXEC-6", "TOL-1")
+def test_dead_input_graph_judges_its_value_under_exps_tolerance(tmp_path: Path) -> None:
+    """The read-only-input test's value check is exp's ``ulp(2)`` (TOL-1), not a relative
+    ``1e-12``: 1 ULP passes, 3 ULPs fail with a value message naming exp and TOL-1 (they
+    passed the old ``rtol``), never an EXEC-6 message."""
+    legal = suite(tmp_path / "one", f"{VENDOR}:OneUlpExp", ["test_protocol.py"],
+                  "dead_after_use")
+    assert legal.code == 0, legal.text()
+    off = suite(tmp_path / "three", f"{VENDOR}:ThreeUlpExp", ["test_protocol.py"],
+                "dead_after_use")
+    (message,) = off.failures().values()
+    assert "dead-after-use graph: output 0 (exp [float64])" in message, message
+    assert "[TOL-1]" in message and "EXEC-6" not in message, message

@@ -37,6 +37,7 @@ __all__ = [
     "ScalarBfloat16Off",
     "SlowCalls",
     "SlowCompiler",
+    "ThreeUlpExp",
 ]
 
 
@@ -66,6 +67,17 @@ class OneUlpExp(PatchedInterpreter):
         if node.op.name != "exp":
             return kernel
         return lambda *args, **attrs: _up(kernel(*args, **attrs))
+
+
+class ThreeUlpExp(PatchedInterpreter):
+    """Every ``exp`` result is 3 ULPs above the reference: beyond exp's ``ulp(2)`` (TOL-1),
+    within a relative ``1e-12`` in float64."""
+
+    def kernel_for(self, node: Node) -> Kernel:
+        kernel = super().kernel_for(node)
+        if node.op.name != "exp":
+            return kernel
+        return lambda *args, **attrs: _up(_up(_up(kernel(*args, **attrs))))
 
 
 class CrashesInNestedFunction(PatchedInterpreter):
