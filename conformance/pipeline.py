@@ -201,6 +201,52 @@ def _still_running(watch: _Watch, start: float) -> None:
             pass  # a reporting hiccup must not disturb the call
 
 
+class _Watchdog:
+    """One daemon thread for every watched call of the process (CONF-36): a call enters
+    with its deadline and leaves when it returns; the thread reports each call still
+    running at its deadline, once. (A timer thread per call cost 0.1-1 ms a call.)"""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._calls: dict[int, tuple[float, _Watch, float]] = {}  # deadline, watch, start
+        self._count = 0
+        self._thread: threading.Thread | None = None
+
+    def enter(self, watch: _Watch, start: float) -> int:
+        with self._cond:
+            self._count += 1
+            self._calls[self._count] = (start + watch.threshold, watch, start)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="conformance-slow-call")
+                self._thread.start()
+            self._cond.notify()
+            return self._count
+
+    def leave(self, key: int) -> None:
+        with self._cond:
+            self._calls.pop(key, None)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                now = time.perf_counter()
+                due = [k for k, (deadline, _, _) in self._calls.items() if deadline <= now]
+                for key in due:
+                    _, watch, start = self._calls.pop(key)
+                    self._cond.release()  # notify outside the lock: calls go on
+                    try:
+                        _still_running(watch, start)
+                    finally:
+                        self._cond.acquire()
+                nearest = min((d for d, _, _ in self._calls.values()), default=None)
+                self._cond.wait(None if nearest is None
+                                else max(0.0, nearest - time.perf_counter()))
+
+
+_WATCHDOG = _Watchdog()
+
+
 @contextmanager
 def _timed(graph: Graph) -> Iterator[None]:
     """One call, timed against :func:`watch_calls` (CONF-36)."""
@@ -209,13 +255,11 @@ def _timed(graph: Graph) -> Iterator[None]:
         yield
         return
     start = time.perf_counter()
-    timer = threading.Timer(watch.threshold, _still_running, (watch, start))
-    timer.daemon = True
-    timer.start()
+    key = _WATCHDOG.enter(watch, start)
     try:
         yield
     finally:
-        timer.cancel()
+        _WATCHDOG.leave(key)
         elapsed = time.perf_counter() - start
         if elapsed > watch.threshold:
             warnings.warn(SlowCallWarning(
