@@ -18,7 +18,9 @@ back into the caller's array after the run (EXEC-6).
 Guards (changing only elements the spec leaves unspecified, TOL-2): integer ``floor_div``
 and ``mod`` replace a zero divisor (and ``MIN // -1``'s, whose result ``MIN // 1`` is the
 wrapped value NUM-2 requires) by 1 first: ORT raises "Integer division by zero" for a zero
-divisor and dies of SIGFPE on ``MIN // -1``.
+divisor and dies of SIGFPE on ``MIN // -1``. Gather and scatter indices are clamped into
+their axis (ORT raises for an out-of-bounds index, an error in ONNX; the spec leaves what it
+reads or writes unspecified).
 
 This module imports ``onnx`` only when a graph is translated: the table and ``refusal``
 work without it (CI runs the engine-free tests).
@@ -94,9 +96,14 @@ class OnnxGraph:
 
     def node(self, op_type: str, inputs: Sequence[str], outputs: int = 1,
              **attrs: Any) -> list[str]:
-        from onnx import helper
+        from onnx import AttributeProto, helper
         outs = [self.fresh(op_type) for _ in range(outputs)]
-        self.nodes.append(helper.make_node(op_type, list(inputs), outs, **attrs))
+        empty = {k for k, v in attrs.items() if isinstance(v, list) and not v}
+        node = helper.make_node(op_type, list(inputs), outs,
+                                **{k: v for k, v in attrs.items() if k not in empty})
+        for k in sorted(empty):  # an empty list has no inferable type: ints here
+            node.attribute.append(helper.make_attribute(k, [], attr_type=AttributeProto.INTS))
+        self.nodes.append(node)
         return outs
 
     def one(self, op_type: str, inputs: Sequence[str], **attrs: Any) -> str:
@@ -154,8 +161,11 @@ def _guard_divisor(g: OnnxGraph, n: Node, lhs: str, rhs: str, min_by_minus_one: 
     """The divisor with 1 where ORT would fail: zero (ORT raises "Integer division by
     zero"), and for ``floor_div`` ``MIN // -1`` (SIGFPE). Those results are unspecified
     (NUM-3) or, for ``MIN // -1``, ``MIN // 1 == MIN``, the wrapped value (NUM-2).
-    ``rhs + bad * (1 - rhs)``: ORT's ``Where`` has no int16/uint16/uint64 kernel."""
+    ``rhs + bad * (1 - rhs)``: ORT's ``Where`` has no int16/uint16/uint64 kernel. An empty
+    divisor needs no guard (and gets none: fewer adapter nodes on degenerate shapes)."""
     dt = _dtype(n)
+    if 0 in n.operands[1].type.shape:  # nothing is divided: no guard
+        return rhs
     bad = g.one("Equal", [rhs, g.scalar(0, dt)])
     if min_by_minus_one and dt.name in SIGNED:
         lo = g.one("Equal", [lhs, g.scalar(np.iinfo(dt.to_numpy()).min, dt)])
@@ -249,9 +259,18 @@ def _pad(g: OnnxGraph, xs: list[str], a: dict[str, Any], n: Node) -> list[str]:
     return [g.one("Pad", [xs[0], g.ints(pads), value], mode=a["mode"])]
 
 
+def _rank0(what: str) -> Callable[[Node], str | None]:
+    def check(n: Node) -> str | None:
+        return what if not n.operands[0].type.shape else None
+    return check
+
+
 def _pad_check(n: Node) -> str | None:
-    """ONNX's ``reflect`` mirrors once: ORT rejects a padding longer than the axis less one
-    ("Pad reflect: ... exceeds maximum allowed"); the spec reflects as often as needed."""
+    """ORT's Pad rejects a rank-0 input ("Input tensor has no dimensions"); ONNX's
+    ``reflect`` mirrors once: ORT rejects a padding longer than the axis less one ("Pad
+    reflect: ... exceeds maximum allowed"); the spec reflects as often as needed."""
+    if not n.operands[0].type.shape:
+        return "a rank-0 input: ORT's Pad rejects it (\"Input tensor has no dimensions\")"
     if n.attrs["mode"] != "reflect":
         return None
     for size, (before, after) in zip(n.operands[0].type.shape, n.attrs["paddings"],
@@ -272,27 +291,75 @@ def _int64(g: OnnxGraph, name: str, node: Node, i: int) -> str:
     return name if _dtype(node, i) is DType.int64 else g.one("Cast", [name], to=7)
 
 
+def _clip_index(g: OnnxGraph, n: Node, i: int, idx: str, size: int) -> str:
+    """Guard: the indices (operand ``i``) clamped into ``[-size, size)``. ORT raises for an
+    index out of bounds (ONNX: "It is an error if any of the index values are out of
+    bounds"); the spec leaves what such an index reads or writes unspecified (gather.C3,
+    scatter.C5, ...); an index in range is unchanged. Empty indices get no guard."""
+    if 0 in n.operands[i].type.shape:
+        return idx
+    dtype = _dtype(n, i)
+    return g.one("Clip", [idx, g.scalar(-size, dtype), g.scalar(size - 1, dtype)])
+
+
+def _clip_vectors(g: OnnxGraph, n: Node, i: int, idx: str, sizes: Sequence[int]) -> str:
+    """Guard: each component ``j`` of the int64 index vectors (operand ``i``) clamped into
+    ``[-sizes[j], sizes[j])`` (ORT: "invalid indice found"; the spec: unspecified)."""
+    if 0 in n.operands[i].type.shape:
+        return idx
+    hi = g.const(np.array([s - 1 for s in sizes], np.int64), DType.int64)
+    lo = g.const(np.array([-s for s in sizes], np.int64), DType.int64)
+    return g.one("Max", [g.one("Min", [idx, hi]), lo])
+
+
+def _axis_size(n: Node, axis: int) -> int:
+    shape = n.operands[0].type.shape
+    return shape[axis % len(shape)]
+
+
+def _index_check(operand: int, axis: int | None = None) -> Callable[[Node], str | None]:
+    """Refuse indices into an empty axis (every one is out of bounds: ORT raises, and no
+    clamp exists)."""
+    def check(n: Node) -> str | None:
+        size = _axis_size(n, n.attrs["axis"] if axis is None else axis)
+        if size == 0 and 0 not in n.operands[operand].type.shape:
+            return ("indices into an empty axis: every index is out of bounds, an error in "
+                    "ONNX (no clamp can guard it)")
+        return None
+    return check
+
+
+def _gather(g: OnnxGraph, xs: list[str], a: dict[str, Any], n: Node) -> list[str]:
+    idx = _clip_index(g, n, 1, xs[1], _axis_size(n, a["axis"]))
+    return [g.one("Gather", [xs[0], idx], axis=a["axis"])]
+
+
 def _gather_nd(g: OnnxGraph, xs: list[str], a: dict[str, Any], n: Node) -> list[str]:
-    return [g.one("GatherND", [xs[0], _int64(g, xs[1], n, 1)], batch_dims=a["batch_dims"])]
+    b, k = a["batch_dims"], n.operands[1].type.shape[-1]
+    idx = _clip_vectors(g, n, 1, _int64(g, xs[1], n, 1), n.operands[0].type.shape[b:b + k])
+    return [g.one("GatherND", [xs[0], idx], batch_dims=b)]
 
 
 def _gather_sum(g: OnnxGraph, xs: list[str], a: dict[str, Any], n: Node) -> list[str]:
-    rows = g.one("Gather", xs, axis=0)  # (B, J, D)
+    idx = _clip_index(g, n, 1, xs[1], _axis_size(n, 0))
+    rows = g.one("Gather", [xs[0], idx], axis=0)  # (B, J, D)
     return [g.one("ReduceSum", [rows, g.ints([1])], keepdims=1)]
 
 
 def _scatter(reduction: str) -> Build:
     """Registry operands ``(x, updates, indices)``; ONNX ``(data, indices, updates)``."""
     def build(g: OnnxGraph, xs: list[str], a: dict[str, Any], n: Node) -> list[str]:
-        return [g.one("ScatterElements", [xs[0], xs[2], xs[1]], axis=a["axis"],
+        idx = _clip_index(g, n, 2, xs[2], _axis_size(n, a["axis"]))
+        return [g.one("ScatterElements", [xs[0], idx, xs[1]], axis=a["axis"],
                       reduction=reduction)]
     return build
 
 
 def _scatter_nd(reduction: str) -> Build:
     def build(g: OnnxGraph, xs: list[str], a: dict[str, Any], n: Node) -> list[str]:
-        return [g.one("ScatterND", [xs[0], _int64(g, xs[2], n, 2), xs[1]],
-                      reduction=reduction)]
+        k = n.operands[2].type.shape[-1]
+        idx = _clip_vectors(g, n, 2, _int64(g, xs[2], n, 2), n.operands[0].type.shape[:k])
+        return [g.one("ScatterND", [xs[0], idx, xs[1]], reduction=reduction)]
     return build
 
 
@@ -364,7 +431,17 @@ def _rms_norm(g: OnnxGraph, xs: list[str], a: dict[str, Any], n: Node) -> list[s
                   epsilon=float(np.float32(a["epsilon"])), stash_type=_stash(n))]
 
 
+def _norm_check(n: Node) -> str | None:
+    if n.operands[0].type.shape[-1] == 0:
+        return ("an empty normalized axis: ORT's LayerNormalization and RMSNormalization "
+                "reject it (\"Size of X.shape[axis:] must be at least 1, got 0\")")
+    return None
+
+
 def _rms_check(n: Node) -> str | None:
+    why = _norm_check(n)
+    if why is not None:
+        return why
     if n.attrs["weight_offset"] != 0.0 and _dtype(n).name == "float16":
         return ("weight_offset on float16: ONNX RMSNormalization has no offset and adding "
                 "it in float16 first rounds the float32 offset twice")
@@ -465,6 +542,9 @@ def _resize(mode: str) -> Build:
 
 
 def _resize_check(n: Node) -> str | None:
+    if not n.attrs["shape"]:
+        return ("a rank-0 input: ONNX Resize reads an empty `sizes` as absent (\"Either "
+                "`sizes` or `scales` must be provided\")")
     if 0 in n.operands[0].type.shape or 0 in n.attrs["shape"]:
         return ("an empty axis: ONNX Resize's scale (output / input length) is 0 or 0 / 0 "
                 "(ORT: \"Scale value should be greater than 0\")")
@@ -524,6 +604,9 @@ def _gelu_check(n: Node) -> str | None:
         return "Gelu(approximate='none') on float64: no ONNX Runtime 1.32 CPU kernel"
     return None
 
+
+_SCATTER_ND_CHECK = _rank0("a rank-0 x: ORT's ScatterND rejects it (\"input tensor and "
+                           "indices tensor must have rank larger than 0\")")
 
 #: The op table: registry op name -> its ONNX form. Ops absent here are refused.
 OPS: dict[str, OnnxOp] = {
@@ -585,18 +668,19 @@ OPS: dict[str, OnnxOp] = {
                    MOVE - {"bfloat16"}, "Tile"),
     "slice": OnnxOp(_slice, MOVE, "Slice"),
     "pad": OnnxOp(_pad, MOVE - {"int16", "uint16"}, "Pad", _pad_check),
-    "gather": OnnxOp(_axis_op("Gather"), MOVE, "Gather"),
+    "gather": OnnxOp(_gather, MOVE, "Gather; index guard", _index_check(1)),
     "transfer": OnnxOp(_op("Identity"), ALL, "Identity (cpu:0 to cpu:0 only)"),
     # indexing
-    "gather_nd": OnnxOp(_gather_nd, MOVE, "GatherND"),
-    "gather_sum": OnnxOp(_gather_sum, F3 | {"int32", "int64"}, "Gather, ReduceSum"),
-    "scatter": OnnxOp(_scatter("none"), MOVE, "ScatterElements"),
+    "gather_nd": OnnxOp(_gather_nd, MOVE, "GatherND; index guard"),
+    "gather_sum": OnnxOp(_gather_sum, F3 | {"int32", "int64"}, "Gather, ReduceSum; index guard",
+                         _index_check(1, axis=0)),
+    "scatter": OnnxOp(_scatter("none"), MOVE, "ScatterElements; index guard", _index_check(2)),
     **{f"scatter_{r}": OnnxOp(_scatter(r), F3 - {"float16"} | INTS,
-                              f"ScatterElements(reduction={r})")
+                              f"ScatterElements(reduction={r}); index guard", _index_check(2))
        for r in ("add", "mul", "max", "min")},
-    "scatter_nd": OnnxOp(_scatter_nd("none"), MOVE, "ScatterND"),
+    "scatter_nd": OnnxOp(_scatter_nd("none"), MOVE, "ScatterND; index guard", _SCATTER_ND_CHECK),
     **{f"scatter_nd_{r}": OnnxOp(_scatter_nd(r), F3 - {"float16"} | INTS,
-                                 f"ScatterND(reduction={r})")
+                                 f"ScatterND(reduction={r}); index guard", _SCATTER_ND_CHECK)
        for r in ("add", "mul", "max", "min")},
     "argsort": OnnxOp(_argsort, F3 | {"int8", "int16", "int32", "int64", "uint8"},
                       "TopK(k=n).indices"),
@@ -621,7 +705,7 @@ OPS: dict[str, OnnxOp] = {
     "matmul": OnnxOp(_op("MatMul"), F3 | {"int32", "int64", "uint32", "uint64"}, "MatMul"),
     "band_part": OnnxOp(_band_part, F3 | {"int32", "int64"},
                         "Trilu (exclude: Where on a Trilu mask)"),
-    "layer_norm": OnnxOp(_layer_norm, F3 | {"bfloat16"}, "LayerNormalization"),
+    "layer_norm": OnnxOp(_layer_norm, F3 | {"bfloat16"}, "LayerNormalization", _norm_check),
     "rms_norm": OnnxOp(_rms_norm, F3, "RMSNormalization", _rms_check),
     "group_norm": OnnxOp(_group_norm, F3, "GroupNormalization"),
     "conv2d": OnnxOp(_conv, frozenset({"float32", "float16"}), "Transpose, Conv, Transpose"),

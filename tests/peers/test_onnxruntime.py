@@ -84,6 +84,27 @@ def test_reflect_padding_longer_than_the_axis_is_refused(
     assert (why is not None and "mirrors once" in why) if refused else why is None
 
 
+def _one(build: Any, *types: TensorType) -> Graph:
+    with Graph("g", input_types=list(types)) as g:
+        g.output(build(*g.inputs))
+    return g
+
+
+@pytest.mark.parametrize(("graph", "reason"), [
+    (lambda: _one(lambda x: ops.pad(x, []), TensorType(DType.float32, ())), "rank-0"),
+    (lambda: _one(lambda x: ops.layer_norm(x, ops.constant(np.ones(0, np.float32),
+                                                           DType.float32),
+                                           ops.constant(np.zeros(0, np.float32),
+                                                        DType.float32), 1e-5),
+                  TensorType(DType.float32, (2, 0))), "empty normalized axis"),
+    (lambda: _one(lambda x, i: ops.gather(x, i, axis=0), TensorType(DType.float32, (0, 2)),
+                  TensorType(DType.int64, (1,))), "empty axis"),
+])
+def test_shapes_ort_rejects_are_refused_before_running(graph: Any, reason: str) -> None:
+    why = refusal(lowered(graph()))
+    assert why is not None and reason in why
+
+
 def test_constructor_without_onnxruntime_says_why() -> None:
     if MISSING is None:
         pytest.skip("onnxruntime is installed: the constructor succeeds")
@@ -234,3 +255,15 @@ def test_float8_slice_store_is_refused() -> None:
         g.output(ops.buffer_load(buf))
     why = refusal(lowered(g))
     assert why is not None and "buffer_store_slice on float8_e4m3fn" in why
+
+
+@needs_ort
+def test_out_of_range_indices_are_clamped_not_raised() -> None:
+    """ORT raises for an out-of-bounds index; the guard clamps it (those elements are
+    unspecified, gather.C3), in-range indices read what they index."""
+    x = np.arange(4, dtype=np.float32)
+    idx = np.array([9, -9, 1, -1], np.int64)
+    g = _one(lambda a, i: ops.gather(a, i, axis=0), TensorType(DType.float32, (4,)),
+             TensorType(DType.int64, (4,)))
+    (out,) = onnxruntime.OnnxRuntimeExecutor().execute(g, [x, idx])
+    assert out[2:].tolist() == [1.0, 3.0]
