@@ -41,7 +41,7 @@ END = "<!-- end of dashboard -->"
 PEERS: dict[str, str] = {
     "max-interpreter": "MAX 26.7 interpreter",
     "max-compiling": "MAX 26.7 compiler",
-    "onnx-runtime": "ONNX Runtime",
+    "onnxruntime": "ONNX Runtime 1.32",
 }
 
 NO_OP = "graphs/protocol"
