@@ -11,6 +11,7 @@ the taps and weights depend only on the shapes and are computed on the host.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -271,12 +272,36 @@ def _tolerance(taps_of: Callable[[str], Callable[[int, int], Taps]], mode: str) 
     return Tolerance("reduction", 1, count, scale)
 
 
+def _pass_overflow(a: np.ndarray, shape: tuple[int, ...], taps: Callable[[int, int], Taps],
+                   big: float) -> np.ndarray:
+    """Elements one of whose separable passes, in some order of the resized axes, meets a
+    partial ``|terms|`` sum past ``big``: after the passes over some of the axes (``|w|``
+    sums of ``a``, which is ``|x|``), the largest such sum in the element's window along
+    the other axes."""
+    resized = _resized(a.shape, shape)
+    out = np.zeros(shape, bool)
+    for k in range(1, len(resized)):
+        for first in itertools.combinations(resized, k):
+            sums = a
+            for axis in first:
+                idx, w = taps(a.shape[axis], shape[axis])
+                sums = _apply(sums, axis, idx, np.abs(w), np)
+            for axis in resized:
+                if axis not in first:
+                    idx, _ = taps(a.shape[axis], shape[axis])
+                    sums = np.max([np.take(sums, idx[:, t], axis=axis)
+                                   for t in range(idx.shape[1])], axis=0)
+            out |= sums > big
+    return out
+
+
 def _unspecified(taps_of: Callable[[str], Callable[[int, int], Taps]], mode: str,
                  filtered: tuple[int, ...] = ()) -> Callable[..., np.ndarray]:
     def unspecified(x: np.ndarray, *, shape: tuple[int, ...], **attrs: Any) -> np.ndarray:
         """Elements whose window, widened by one sample on each side of every resized axis
         (and of the always-filtered axes: bicubic's H and W), holds NaN or +-inf, or whose
-        |terms| add up past the dtype's max."""
+        |terms| add up past the dtype's max, over the whole window or over the passes of
+        some of the resized axes (a separable computation's partial sums)."""
         taps = taps_of(attrs.get("coordinate_transform_mode", mode))
 
         def widened(n: int, m: int) -> Taps:
@@ -285,11 +310,14 @@ def _unspecified(taps_of: Callable[[str], Callable[[int, int], Taps]], mode: str
             return np.clip(wide, 0, n - 1), np.ones(wide.shape)
 
         bad = ~np.isfinite(np.asarray(x, np.float64))
+        big = float(float_info(x.dtype).max)
         with np.errstate(all="ignore"):
             hits = _window_sums(bad.astype(np.float64), shape, widened, np.ones_like,
                                 filtered)
-            total = _window_sums(np.where(bad, 0.0, np.abs(x)), shape, taps, np.abs)
-        return (hits > 0) | (total > float(float_info(x.dtype).max))
+            finite = np.where(bad, 0.0, np.abs(np.asarray(x, np.float64)))
+            total = _window_sums(finite, shape, taps, np.abs)
+            passes = _pass_overflow(finite, shape, taps, big)
+        return (hits > 0) | (total > big) | passes
     return unspecified
 
 

@@ -231,6 +231,26 @@ def test_special_values_leave_their_widened_window_open(name: str) -> None:
                                                 shape=(1, 1, 1, 7)).any()
 
 
+@pytest.mark.spec("TOL-2", "REDUCE-5")
+def test_a_separable_pass_past_max_leaves_the_element_open() -> None:
+    """2x2 -> 1x1 bicubic: a column of two -FLT_MAX has |terms| 1.375 * FLT_MAX in the H
+    pass (the weights -0.09375, 0.59375, 0.59375, -0.09375), so a float32 separable sum
+    overflows there, though the whole window's |terms| (the products of both weights) add
+    up to 0.95 * FLT_MAX and the exact element, -FLT_MAX / 2, is finite: the element is
+    unspecified. Found by ONNX Runtime's run, where the reference gave NaN. With half of
+    FLT_MAX no pass overflows and the element stays specified."""
+    top = np.float32(np.finfo(np.float32).max)
+    x = np.array([[-top, 1.0], [-top, 2.0]], np.float32).reshape(1, 1, 2, 2)
+    op = get_op("resize_bicubic")
+    assert op.unspecified(x, shape=(1, 1, 1, 1)).all()
+    half = (x / 2).astype(np.float32)
+    assert not op.unspecified(half, shape=(1, 1, 1, 1)).any()
+    got = run(lambda v: ops.resize_bicubic(v, (1, 1, 1, 1)), half)
+    exact = py_resize(half, (1, 1, 1, 1), "half_pixel", True).reshape(-1)
+    np.testing.assert_allclose(got.reshape(-1), exact, rtol=8 * eps(DType.float32))
+    assert abs(exact[0] + top / 4) < 1e33  # -FLT_MAX / 4 and the 1.0, 2.0 column's share
+
+
 @pytest.mark.spec("resize_linear.C2", "resize_linear.C3", "resize_bicubic.C3", "OPDT-1")
 def test_linear_and_bicubic_errors() -> None:
     x = np.zeros((1, 1, 2, 2), np.float32)
