@@ -296,12 +296,13 @@ def _pass_overflow(a: np.ndarray, shape: tuple[int, ...], taps: Callable[[int, i
 
 
 def _unspecified(taps_of: Callable[[str], Callable[[int, int], Taps]], mode: str,
-                 filtered: tuple[int, ...] = ()) -> Callable[..., np.ndarray]:
+                 filtered: tuple[int, ...] | None = None) -> Callable[..., np.ndarray]:
     def unspecified(x: np.ndarray, *, shape: tuple[int, ...], **attrs: Any) -> np.ndarray:
         """Elements whose window, widened by one sample on each side of every resized axis
-        (and of the always-filtered axes: bicubic's H and W), holds NaN or +-inf, or whose
-        |terms| add up past the dtype's max, over the whole window or over the passes of
-        some of the resized axes (a separable computation's partial sums)."""
+        and of the axes ``filtered`` (None: every axis) whose length stays, holds NaN or
+        +-inf (an implementation may filter an axis whose length stays: a zero weight times
+        an infinity is NaN), or whose |terms| add up past the dtype's max, over the whole
+        window or in a separable pass over some of the resized axes."""
         taps = taps_of(attrs.get("coordinate_transform_mode", mode))
 
         def widened(n: int, m: int) -> Taps:
@@ -313,7 +314,7 @@ def _unspecified(taps_of: Callable[[str], Callable[[int, int], Taps]], mode: str
         big = float(float_info(x.dtype).max)
         with np.errstate(all="ignore"):
             hits = _window_sums(bad.astype(np.float64), shape, widened, np.ones_like,
-                                filtered)
+                                tuple(range(x.ndim)) if filtered is None else filtered)
             finite = np.where(bad, 0.0, np.abs(np.asarray(x, np.float64)))
             total = _window_sums(finite, shape, taps, np.abs)
             passes = _pass_overflow(finite, shape, taps, big)

@@ -198,9 +198,7 @@ def widened_window_holds(x: np.ndarray, m: int, mode: str, cubic: bool) -> np.nd
     """Per output index of a 1-D resize: the taps, widened by one each side, meet a
     non-finite value (the spec's unspecified elements)."""
     n = len(x)
-    if n == m and not cubic:  # linear copies an unchanged axis: no window
-        return ~np.isfinite(x.astype(np.float64))
-    out = []
+    out = []  # an axis whose length stays has its window too: it may be filtered
     for taps in taps_1d(n, m, mode, cubic):
         lo, hi = taps[0][0], taps[-1][0]
         idx = [min(max(j, 0), n - 1) for j in range(lo - 1, hi + 2)]
@@ -249,6 +247,21 @@ def test_a_separable_pass_past_max_leaves_the_element_open() -> None:
     exact = py_resize(half, (1, 1, 1, 1), "half_pixel", True).reshape(-1)
     np.testing.assert_allclose(got.reshape(-1), exact, rtol=8 * eps(DType.float32))
     assert abs(exact[0] + top / 4) < 1e33  # -FLT_MAX / 4 and the 1.0, 2.0 column's share
+
+
+@pytest.mark.spec("TOL-2")
+def test_an_infinity_beside_an_axis_whose_length_stays_leaves_the_element_open() -> None:
+    """(2, 2, 3) -> (1, 1, 3) linear: the last axis keeps its length, and the reference
+    copies it, but an implementation may filter it too (ONNX's Resize does: weights 1 and
+    0, and 0 * inf is NaN). So an element next to an infinity along that axis is
+    unspecified, one two samples away is not. Found by ONNX Runtime's run."""
+    op = get_op("resize_linear")
+    x = np.full((2, 2, 5), 3.0, np.float32)
+    x[0, 0, 0] = np.inf
+    open_ = op.unspecified(x, shape=(1, 1, 5), coordinate_transform_mode="half_pixel")
+    assert open_.reshape(-1).tolist() == [True, True, False, False, False]
+    got = run(lambda v: ops.resize_linear(v, [1, 1, 5]), x).reshape(-1)
+    assert np.isinf(got[0]) and got[2:].tolist() == [3.0, 3.0, 3.0]
 
 
 @pytest.mark.spec("resize_linear.C2", "resize_linear.C3", "resize_bicubic.C3", "OPDT-1")
