@@ -17,9 +17,12 @@ fma                ``add``/``sub`` of a ``mul`` result rounded once      NUM-12
 excess-precision   float16/bfloat16 elementwise chains kept in float32   NUM-12
 reduced-precision  float32 elementwise ops computed in float16           NUM-9
 double-rounding    float64/int64 -> 16/8-bit float casts through float32 NUM-4
-nan-dropped        ``max``/``min``/reductions ignore NaN                 NUM-8
+nan-dropped        a NaN loses to any number: ``max``/``min`` and their      NUM-8
+                   reductions, arg, pooling, scatter and top_k forms;
+                   NaN terms left out of sums, products, means
 signed-zero        float zero results lose their sign                    NUM-9
-int-saturation     integer add/sub/mul/negate/abs saturate               NUM-2
+int-saturation     integer add/sub/mul/negate/abs and integer sums,      NUM-2
+                   products, cumsum, gather_sum saturate
 rounding-mode      ``round`` half away from zero, truncating ``//``/%    NUM-3
 transcendental     (no variant) an ULP-budget op beyond its budget       NUM-7
 store-order        one load/store of a buffer moved past another access  MUT-7
@@ -228,9 +231,16 @@ def _double_rounding(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
     return node.op.variants["double-rounding"]
 
 
+def _holds_float(v: Value) -> bool:
+    dt = getattr(v.type, "dtype", None)
+    return dt is not None and (np.dtype(dt.to_numpy()).kind == "f"
+                               or np.dtype(dt.to_numpy()) in _SMALL_TARGETS)
+
+
 def _nan_dropped(node: Node, kernel: Kernel, run: _Run) -> Kernel | None:
-    dt = _result_dtype(node)
-    if dt is None or not (dt.kind == "f" or dt in _SMALL_TARGETS):
+    """The op's ``nan-dropped`` variant where a float operand or result can hold a NaN
+    (argmax: float data, integer result)."""
+    if not any(_holds_float(v) for v in (*node.operands, *node.results)):
         return None
     return node.op.variants.get("nan-dropped")
 
@@ -281,12 +291,15 @@ _VARIANTS: dict[str, _Class] = {
                               "reference with float64/int64 -> 16/8-bit float casts rounded "
                               "through float32"),
     "nan-dropped": _Class(_nan_dropped, "NUM-8", "NaN dropped: matches the reference with "
-                          "max/min and reductions ignoring NaN (REDUCE-4 for reductions)"),
+                          "NaN losing to any number in max/min, their reductions, argmax/"
+                          "argmin, max pooling, max/min scatters and top_k, and NaN terms "
+                          "left out of sums, products and means (REDUCE-4 for reductions)"),
     "signed-zero": _Class(_signed_zero, "NUM-9", "signed zero lost: matches the reference "
                           "with every zero result made +0"),
     "int-saturation": _Class(_int_saturation, "NUM-2", "integer saturation: matches the "
-                             "reference with integer add/sub/mul/negate/abs clamped to the "
-                             "dtype's range instead of wrapping around"),
+                             "reference with integer add/sub/mul/negate/abs and integer sums, "
+                             "products, cumsum and gather_sum clamped to the dtype's range "
+                             "instead of wrapping around"),
     "rounding-mode": _Class(_rounding_mode, "NUM-3", "wrong rounding mode: matches the "
                             "reference with round() halves away from zero and truncating "
                             "floor_div/mod"),

@@ -223,8 +223,13 @@ TRAITS: dict[str, str] = {
 #: The keys of ``OpDef.variants`` (the suite's diagnosis classes that replace an op's kernel),
 #: each with what its kernel computes; it takes the op's operands and attributes unless said.
 VARIANTS: dict[str, str] = {
-    "nan-dropped": "NaN operands or elements ignored (fmax-style, nan-reductions; NUM-8)",
-    "int-saturation": "integer results clamped to the dtype's range, not wrapped (NUM-2)",
+    "nan-dropped": "NaN operands or elements ignored (fmax-style, nan-reductions; NUM-8): a "
+                   "NaN loses to any number, NaN (argmax/argmin: index 0) where there is no "
+                   "number; where no NaN is involved the max/min family equals its kernel "
+                   "bit for bit",
+    "int-saturation": "integer results clamped to the dtype's range, not wrapped (NUM-2); a "
+                      "reduction's exact result clamped once (``registry.reduction."
+                      "saturating``)",
     "rounding-mode": "ties away from zero, truncating division and remainder (NUM-3)",
     "double-rounding": "the conversion rounded through float32 first (NUM-4)",
     "ftz": "an intermediate the op computes in its float dtype (a quotient) flushed to a zero "
@@ -298,7 +303,7 @@ class OpDef:
     traits: frozenset[str] = frozenset()
     #: what a backend that breaks one of the op's rules computes instead, by diagnosis class
     #: (``conformance/diagnosis.py``; keys and signatures in ``VARIANTS``), e.g.
-    #: ``{"nan-dropped": ...}`` for ``max`` (``np.fmax``)
+    #: ``{"nan-dropped": ...}`` for ``max`` (``fmax``: a NaN operand loses)
     variants: Mapping[str, KernelFn] = field(default_factory=dict)
     #: the exact Python type of an attribute whose type is not the one its name has in
     #: ``attrtypes`` (GRAPH-21; read through ``attrtypes.attr_type``)

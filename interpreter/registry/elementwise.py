@@ -163,9 +163,20 @@ def _sub_fused(x: Array, y: Array, other: Array, *, product_first: bool) -> Arra
     return _fused_multiply_add(-np.asarray(x), y, other)
 
 
-def _nan_ignoring(pick: Callable[[Array, Array], Array]) -> Callable[[Array, Array], Array]:
-    """max/min with a NaN operand losing to a number (``np.fmax``/``np.fmin``, NUM-8)."""
-    return lambda lhs, rhs: np.asarray(pick(lhs, rhs))
+def _nan_dropped(pick: Callable[[Array, Array], Array]) -> Callable[[Array, Array], Array]:
+    """``pick`` (the op's kernel) with a NaN operand losing to the other one, as C
+    ``fmax``/``fmin`` (NUM-8); NaN where both are NaN. Equal to ``pick`` where neither is
+    NaN, signed zeros included (``np.fmax`` returns either operand of a ``+0``/``-0`` tie,
+    by its position in numpy's SIMD or scalar loop)."""
+
+    def kernel(lhs: Array, rhs: Array) -> Array:
+        out = np.asarray(pick(lhs, rhs))
+        if out.dtype.kind not in "fV":
+            return out
+        lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+        return np.where(np.isnan(lhs), rhs, np.where(np.isnan(rhs), lhs, out)).astype(out.dtype)
+
+    return kernel
 
 
 def _half_away(x: Array) -> Array:
@@ -289,9 +300,9 @@ _binary("pow", _via_f64(_pow), NUMERIC, "Elementwise power (integer negative exp
         tolerance=ulp(2), unspecified=_pow_unspecified,
         sample=_binary_sampler(("any", "small"), ("small", "small", "any")))
 _binary("max", _max, NUMERIC | BOOL, "Elementwise maximum; NaN propagates (NUM-8).",
-        variants={"nan-dropped": _nan_ignoring(np.fmax)})
+        variants={"nan-dropped": _nan_dropped(_max)})
 _binary("min", _min, NUMERIC | BOOL, "Elementwise minimum; NaN propagates (NUM-8).",
-        variants={"nan-dropped": _nan_ignoring(np.fmin)})
+        variants={"nan-dropped": _nan_dropped(_min)})
 
 # -- comparisons (IEEE: every comparison with NaN is False except not_equal, NUM-1) ------
 _binary("equal", np.equal, ALL, "Elementwise ==, bool result.", predicate)

@@ -23,7 +23,7 @@ from ..types import TensorType, ValueType
 from ..validators import is_int
 from .core import EXACT, ArgSource, Attrs, OpCall, OpDef, Tolerance, register
 from .dtypesets import ALL, INDEX, NUMERIC
-from .reduction import float_info, widen
+from .reduction import float_info, saturating, widen
 from .targets import (
     COMBINE,
     axis_targets,
@@ -373,7 +373,7 @@ register(OpDef("gather_sum",
                infer=_gather_sum_infer, kernel=_gather_sum, dtypes=NUMERIC,
                tolerance=Tolerance("reduction", 2, _gather_count, _gather_abs_sum),
                operand_dtypes=(NUMERIC, INDEX), unspecified=_gather_sum_unspecified,
-               sample=_gather_sum_sample))
+               sample=_gather_sum_sample, variants={"int-saturation": saturating(_gather_sum)}))
 
 
 # -- scatter_nd ----------------------------------------------------------------------------------
@@ -418,12 +418,29 @@ def _nd_kernel(kind: str) -> Callable[..., Array]:
     return kernel
 
 
+def _nan_dropped(kind: str) -> Callable[..., Array]:
+    """The ``nan-dropped`` variant of the max/min scatters, axis and nd forms (NUM-8): a
+    target's value and its updates combined with every NaN losing to a number (NaN only
+    where all of them are NaN); where none is NaN, as the kernel's ``kind`` combines."""
+    pick = COMBINE[kind]
+
+    def combine(xp: Any, a: Array, b: Array) -> Array:
+        return xp.where(xp.isnan(a), b, xp.where(xp.isnan(b), a, pick(xp, a, b)))
+
+    def variant(x: Array, updates: Array, indices: Array, **attrs: Any) -> Array:
+        targets, values = host_targets([x, updates, indices], attrs)
+        return combine_at(np.asarray(x), targets, values, combine)
+
+    return variant
+
+
 for _axis_name, _nd_name, _kind, _how, _values in (
         ("scatter_add", "scatter_nd_add", "sum", "added", "any"),
         ("scatter_mul", "scatter_nd_mul", "prod", "multiplied", "small"),
         ("scatter_max", "scatter_nd_max", "maximum", "the largest kept (NaN propagates)", "any"),
         ("scatter_min", "scatter_nd_min", "minimum", "the smallest kept (NaN propagates)", "any")):
     _tolerance = _SCATTER_TOLERANCE.get(_kind, EXACT)
+    _variants = {"nan-dropped": _nan_dropped(_kind)} if _kind in ("maximum", "minimum") else {}
     register(OpDef(_axis_name,
                    summary=f"Copy of x with updates at indices along an axis {_how}; "
                            "duplicates combine.",
@@ -431,7 +448,7 @@ for _axis_name, _nd_name, _kind, _how, _values in (
                    infer=_scatter_axis_infer, kernel=_axis_kernel(_kind), dtypes=NUMERIC,
                    tolerance=_tolerance, operand_dtypes=(NUMERIC, NUMERIC, INDEX),
                    unspecified=_scatter_unspecified(_kind),
-                   sample=scatter_axis_sample(NUMERIC, _values)))
+                   sample=scatter_axis_sample(NUMERIC, _values), variants=_variants))
     register(OpDef(_nd_name,
                    summary=f"Copy of x with slices at index vectors {_how}; duplicates "
                            "combine.",
@@ -439,7 +456,7 @@ for _axis_name, _nd_name, _kind, _how, _values in (
                    infer=_scatter_nd_infer, kernel=_nd_kernel(_kind), dtypes=NUMERIC,
                    tolerance=_tolerance, operand_dtypes=(NUMERIC, NUMERIC, INDEX),
                    unspecified=_scatter_unspecified(_kind),
-                   sample=_scatter_nd_sample(NUMERIC, _values)))
+                   sample=_scatter_nd_sample(NUMERIC, _values), variants=_variants))
 
 
 # -- argsort -------------------------------------------------------------------------------------

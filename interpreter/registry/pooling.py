@@ -111,6 +111,19 @@ def _max_pool(x: Array, **attrs: Any) -> Array:
     return xp.max(cols, axis=_window_axes(x)).astype(x.dtype)
 
 
+def _max_pool_nan_dropped(x: Array, **attrs: Any) -> Array:
+    """The ``nan-dropped`` variant (NUM-8): a window holding a number gets the kernel with
+    the NaNs read as -inf (no number loses to it); a window without NaN, of NaNs only (NaN,
+    as ``np.nanmax``; MAX 26.7 gives -inf) or without input elements gets the kernel's."""
+    x = np.asarray(x)
+    if x.dtype.kind not in "fV":
+        return _max_pool(x, **attrs)
+    nan = np.isnan(x)
+    numbers = _max_pool((~nan).astype(x.dtype), **attrs) == 1
+    dropped = _max_pool(np.where(nan, -math.inf, x).astype(x.dtype), **attrs)
+    return np.where(numbers, dropped, _max_pool(x, **attrs))
+
+
 def _max_pool_mixed_zeros(x: Array, **attrs: Any) -> np.ndarray:
     """REDUCE-4: where the maximum is a zero and the window holds zeros of both signs."""
     cols = _windows(np.asarray(x, np.float64), -math.inf, **attrs)
@@ -177,7 +190,8 @@ register(OpDef("max_pool2d",
                        "out; NaN propagates).",
                category="pooling", operands=("x",), attrs=_WINDOW, infer=_pool_infer,
                kernel=_max_pool, dtypes=_ORDERED, unspecified=_max_pool_mixed_zeros,
-               sample=_sample_pool(_ORDERED, False)))
+               sample=_sample_pool(_ORDERED, False),
+               variants={"nan-dropped": _max_pool_nan_dropped}))
 register(OpDef("avg_pool2d",
                summary="Mean of each window of an NHWC input: padding counts as zeros; the "
                        "divisor is the window size or its number of input elements.",

@@ -199,6 +199,22 @@ def _nan_ignoring(reduce: Callable[..., Array]) -> Callable[..., Array]:
     return kernel
 
 
+def saturating(kernel: Callable[..., Array]) -> Callable[..., Array]:
+    """An integer reduction's ``int-saturation`` variant (NUM-2): ``kernel`` on its data
+    operand ``x`` as exact Python ints, each result clamped to the dtype's range instead of
+    wrapped around (a backend accumulating wide and saturating the result)."""
+
+    def variant(x: Array, *rest: Array, **attrs: Any) -> Array:
+        x = np.asarray(x)
+        if x.dtype.kind not in "iu":
+            return kernel(x, *rest, **attrs)
+        info = np.iinfo(x.dtype)
+        exact = kernel(x.astype(object), *rest, **attrs)
+        return np.clip(exact, int(info.min), int(info.max)).astype(x.dtype)
+
+    return variant
+
+
 SUM_TOLERANCE = Tolerance("reduction", 2, _axis_size, _sum_abs)
 PROD_TOLERANCE = Tolerance("reduction", 2, _axis_size, _abs_prod)
 MEAN_TOLERANCE = Tolerance("reduction", 2, _axis_size_plus_1, _mean_abs)
@@ -210,12 +226,15 @@ LOGSOFTMAX_TOLERANCE = Tolerance("reduction", 4, _axis_size, _one_plus_result)
 register(OpDef("reduce_sum", summary="Sum along one axis, kept with size 1; integers wrap.",
                category="reduction", operands=("x",), attrs=("axis",), infer=_reduce_infer,
                kernel=_sum, dtypes=NUMERIC, tolerance=SUM_TOLERANCE, unspecified=_sum_overflow,
-               sample=_axis_sampler(NUMERIC), variants={"nan-dropped": _nan_ignoring(np.nansum)}))
+               sample=_axis_sampler(NUMERIC),
+               variants={"nan-dropped": _nan_ignoring(np.nansum),
+                         "int-saturation": saturating(_sum)}))
 register(OpDef("reduce_prod", summary="Product along one axis, kept with size 1; integers wrap.",
                category="reduction", operands=("x",), attrs=("axis",), infer=_reduce_infer,
                kernel=_prod, dtypes=NUMERIC, tolerance=PROD_TOLERANCE,
                unspecified=_prod_out_of_range, sample=_axis_sampler(NUMERIC, "small"),
-               variants={"nan-dropped": _nan_ignoring(np.nanprod)}))
+               variants={"nan-dropped": _nan_ignoring(np.nanprod),
+                         "int-saturation": saturating(_prod)}))
 register(OpDef("reduce_mean", summary="Arithmetic mean along one axis, kept with size 1 (floats).",
                category="reduction", operands=("x",), attrs=("axis",), infer=_reduce_infer,
                kernel=_mean, dtypes=FLOATS, tolerance=MEAN_TOLERANCE, unspecified=_sum_overflow,
@@ -249,6 +268,23 @@ def _mixed_zeros(pick: Callable[..., Array]) -> Callable[..., np.ndarray]:
     return mask
 
 
+def _nan_dropped(kernel: Callable[..., Array], fill: float) -> Callable[..., Array]:
+    """``kernel`` with NaN elements left out (the ``nan-dropped`` variant, NUM-8,
+    REDUCE-4): a slice holding a number gets the kernel of its NaNs replaced by ``fill``
+    (-inf for max, +inf for min: no number loses to it); a slice without NaN, or of NaNs
+    only (NaN, as ``np.nanmax``), gets the kernel's own result."""
+
+    def variant(x: Array, *, axis: int) -> Array:
+        x = np.asarray(x)
+        if x.dtype.kind not in "fV":
+            return kernel(x, axis=axis)
+        nan = np.isnan(x)
+        dropped = kernel(np.where(nan, fill, x).astype(x.dtype), axis=axis)
+        return np.where(np.any(~nan, axis=axis, keepdims=True), dropped, kernel(x, axis=axis))
+
+    return variant
+
+
 _ORDERED = NUMERIC | BOOL
 _INDICES = frozenset({DType.int64})
 register(OpDef("reduce_max",
@@ -257,14 +293,14 @@ register(OpDef("reduce_max",
                category="reduction", operands=("x",), attrs=("axis",), infer=_nonempty_infer,
                kernel=_max, dtypes=_ORDERED, tolerance=EXACT, unspecified=_mixed_zeros(np.max),
                sample=_axis_sampler(_ORDERED, nonempty=True),
-               variants={"nan-dropped": _nan_ignoring(np.nanmax)}))
+               variants={"nan-dropped": _nan_dropped(_max, -np.inf)}))
 register(OpDef("reduce_min",
                summary="Smallest element along one axis, kept with size 1; NaN "
                        "propagates.",
                category="reduction", operands=("x",), attrs=("axis",), infer=_nonempty_infer,
                kernel=_min, dtypes=_ORDERED, tolerance=EXACT, unspecified=_mixed_zeros(np.min),
                sample=_axis_sampler(_ORDERED, nonempty=True),
-               variants={"nan-dropped": _nan_ignoring(np.nanmin)}))
+               variants={"nan-dropped": _nan_dropped(_min, np.inf)}))
 
 
 # -- argmax, argmin -----------------------------------------------------------------------
@@ -278,18 +314,37 @@ def _argmin(x: Array, *, axis: int) -> Array:
     return xp.argmin(widen(x), axis=axis, keepdims=True).astype(np.int64)
 
 
+def _arg_nan_dropped(kernel: Callable[..., Array], pick: np.ufunc) -> Callable[..., Array]:
+    """The ``nan-dropped`` variant of argmax/argmin (NUM-8): the first index of the slice's
+    extreme number, ``pick`` (``np.fmax``/``np.fmin``) letting every NaN lose. A slice of
+    NaNs only gives 0, the index of its first NaN, as the kernel (REDUCE-4; ``np.nanargmax``
+    raises there); a slice without NaN, the kernel's index."""
+
+    def variant(x: Array, *, axis: int) -> Array:
+        x = np.asarray(x)
+        if x.dtype.kind not in "fV":
+            return kernel(x, axis=axis)
+        w = widen(x)
+        best = pick.reduce(w, axis=axis, keepdims=True)
+        return np.argmax(w == best, axis=axis, keepdims=True).astype(np.int64)
+
+    return variant
+
+
 register(OpDef("argmax",
                summary="int64 index of the largest element along one axis (first on ties, "
                        "first NaN wins), kept with size 1.",
                category="reduction", operands=("x",), attrs=("axis",), infer=_arg_infer,
                kernel=_argmax, dtypes=_ORDERED, tolerance=EXACT,
-               sample=_axis_sampler(_ORDERED, nonempty=True), result_dtypes=_INDICES))
+               sample=_axis_sampler(_ORDERED, nonempty=True), result_dtypes=_INDICES,
+               variants={"nan-dropped": _arg_nan_dropped(_argmax, np.fmax)}))
 register(OpDef("argmin",
                summary="int64 index of the smallest element along one axis (first on ties, "
                        "first NaN wins), kept with size 1.",
                category="reduction", operands=("x",), attrs=("axis",), infer=_arg_infer,
                kernel=_argmin, dtypes=_ORDERED, tolerance=EXACT,
-               sample=_axis_sampler(_ORDERED, nonempty=True), result_dtypes=_INDICES))
+               sample=_axis_sampler(_ORDERED, nonempty=True), result_dtypes=_INDICES,
+               variants={"nan-dropped": _arg_nan_dropped(_argmin, np.fmin)}))
 
 
 # -- cumsum -------------------------------------------------------------------------------
@@ -341,7 +396,8 @@ register(OpDef("cumsum",
                        "end); integers wrap.",
                category="reduction", operands=("x",), attrs=("axis", "exclusive", "reverse"),
                infer=_cumsum_infer, kernel=_cumsum, dtypes=NUMERIC, tolerance=CUMSUM_TOLERANCE,
-               unspecified=_cumsum_overflow, sample=_sample_cumsum))
+               unspecified=_cumsum_overflow, sample=_sample_cumsum,
+               variants={"int-saturation": saturating(_cumsum)}))
 
 
 # -- softmax, logsoftmax ------------------------------------------------------------------
@@ -393,6 +449,18 @@ def _top_k(x: Array, *, k: int, axis: int) -> tuple[Array, Array]:
     return xp.take_along_axis(x, idx, axis=axis), idx
 
 
+def _top_k_nan_dropped(x: Array, *, k: int, axis: int) -> tuple[Array, Array]:
+    """The ``nan-dropped`` variant of top_k (NUM-8): a NaN loses to every number, so NaNs
+    come after all numbers (in index order); otherwise the kernel's order. A stable
+    ascending sort of ``-x``: numpy sorts NaN last."""
+    x = np.asarray(x)
+    if x.dtype.kind not in "fV":
+        return _top_k(x, k=k, axis=axis)
+    order = np.argsort(-widen(x), axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis).astype(np.int64)
+    return np.take_along_axis(x, idx, axis=axis), idx
+
+
 def _sample_top_k(src: ArgSource) -> OpCall:
     call = _axis_sampler(NUMERIC)(src)
     x, axis = call.operands[0], call.attrs["axis"]
@@ -401,19 +469,22 @@ def _sample_top_k(src: ArgSource) -> OpCall:
 
 
 def _register_select_k(name: str, summary: str, kernel: Callable[..., Any],
-                       sample: Callable[[ArgSource], OpCall]) -> None:
+                       sample: Callable[[ArgSource], OpCall],
+                       variants: dict[str, Callable[..., Any]] | None = None) -> None:
     """``top_k`` and its mirror ``bottom_k``: values and int64 indices of k elements."""
     register(OpDef(name, summary=summary, category="reduction", operands=("x",),
                    attrs=("k", "axis"), infer=_top_k_infer, kernel=kernel, dtypes=NUMERIC,
                    tolerance=EXACT, sample=sample, result_dtypes=NUMERIC | _INDICES,
-                   traits=frozenset({"nan-last-sort"})))
+                   traits=frozenset({"nan-last-sort"}), variants=variants or {}))
 
 
 _register_select_k("top_k", "The k largest elements along one axis, descending (ties: lower "
-                   "index first; NaN largest), and their int64 indices.", _top_k, _sample_top_k)
+                   "index first; NaN largest), and their int64 indices.", _top_k, _sample_top_k,
+                   {"nan-dropped": _top_k_nan_dropped})
 
 
 # -- bottom_k -----------------------------------------------------------------------------
+# No ``nan-dropped`` variant: NaN already loses to every number here (taken last, C2).
 def _bottom_k(x: Array, *, k: int, axis: int) -> tuple[Array, Array]:
     """Stable ascending sort: equal values keep their original order; numpy sorts NaN last,
     i.e. as the largest (bottom_k.C2), so NaN is taken only once every number is."""
@@ -439,4 +510,5 @@ _register_select_k("bottom_k", "The k smallest elements along one axis, ascendin
                    "lower index first; NaN largest, so last), and their int64 indices.",
                    _bottom_k, _sample_bottom_k)
 
-__all__ = ["LOGSOFTMAX_TOLERANCE", "SOFTMAX_TOLERANCE", "float_info", "is_low_float", "widen"]
+__all__ = ["LOGSOFTMAX_TOLERANCE", "SOFTMAX_TOLERANCE", "float_info", "is_low_float",
+           "saturating", "widen"]

@@ -25,6 +25,7 @@ from interpreter.graph.lowering import lowered
 from interpreter.graph.splat import array_key, is_splat
 from interpreter.registry import REGISTRY
 from interpreter.registry.core import as_results
+from interpreter.registry.targets import host_targets
 from interpreter.types import BufferType
 
 __all__ = [
@@ -45,8 +46,13 @@ __all__ = [
     "HalfPixelRoiAlign",
     "HangingExecutor",
     "IgnoredSeed",
+    "LhsOnTieMaxMin",
     "NaNComparisonByNegation",
+    "NaNIgnoringArgmax",
     "NaNIgnoringMaximum",
+    "NaNIgnoringScatterMax",
+    "NaNLastTopK",
+    "NaNSkippingMaxPool",
     "NaNSkippingSum",
     "NondeterministicExecutor",
     "OffByOneReduceScatter",
@@ -57,8 +63,10 @@ __all__ = [
     "ReciprocalDivision",
     "RefusesAfterWrite",
     "ReplayedMutation",
+    "RhsOnTieMaxMin",
     "RoundHalfAwayFromZero",
     "SaturatingInt8Negate",
+    "SaturatingIntReductions",
     "ScalarKeyedPlanCache",
     "ScatterAddDropsDuplicates",
     "ScratchReuseIgnoresViews",
@@ -334,10 +342,113 @@ class DoubleRoundingCast(PatchedInterpreter):
         return _cast_through_f32(kernel) if node.op.name == "cast" else kernel
 
 
+def _fmax_where_nan(a: Any, b: Any) -> Any:
+    """``np.fmax`` where an operand is NaN, the reference ``max`` elsewhere (``np.fmax``'s
+    sign of a zero tie depends on numpy's SIMD path: not this effect)."""
+    nan = np.isnan(a) | np.isnan(b)
+    return np.where(nan, np.fmax(a, b), REGISTRY["max"].kernel(a, b)).astype(a.dtype)
+
+
 class NaNIgnoringMaximum(PatchedInterpreter):
     """``max`` returns the other operand when one is NaN (C ``fmax``, x86 ``maxps``-style)."""
 
-    overrides: ClassVar[dict[str, Kernel]] = {"max": np.fmax}
+    overrides: ClassVar[dict[str, Kernel]] = {"max": _fmax_where_nan}
+
+
+class RhsOnTieMaxMin(PatchedInterpreter):
+    """``max``/``min`` as ``a > b ? a : b`` / ``a < b ? a : b`` with NaN propagated: a tie of
+    zeros gives the second operand, ``max(+0, -0) = -0`` (ONNX Runtime 1.32's Max/Min)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {
+        "max": lambda a, b: np.where(np.isnan(a) | (a > b), a, b),
+        "min": lambda a, b: np.where(np.isnan(a) | (a < b), a, b)}
+
+
+class LhsOnTieMaxMin(PatchedInterpreter):
+    """``max``/``min`` as ``b > a ? b : a`` / ``b < a ? b : a`` with NaN propagated: a tie of
+    zeros gives the first operand, ``max(-0, +0) = -0``."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {
+        "max": lambda a, b: np.where(np.isnan(b) | (b > a), b, a),
+        "min": lambda a, b: np.where(np.isnan(b) | (b < a), b, a)}
+
+
+class NaNIgnoringArgmax(PatchedInterpreter):
+    """``argmax``/``argmin`` read NaN as -inf/+inf: the index of the extreme number, not of
+    the first NaN (ONNX Runtime 1.32, MAX 26.7)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {
+        "argmax": lambda x, *, axis: np.argmax(np.where(np.isnan(x), -np.inf, x), axis=axis,
+                                               keepdims=True).astype(np.int64),
+        "argmin": lambda x, *, axis: np.argmin(np.where(np.isnan(x), np.inf, x), axis=axis,
+                                               keepdims=True).astype(np.int64)}
+
+
+def _max_pool_nan_as_lowest(x: Any, **attrs: Any) -> Any:
+    return REGISTRY["max_pool2d"].kernel(np.where(np.isnan(x), -np.inf, x).astype(x.dtype),
+                                         **attrs)
+
+
+class NaNSkippingMaxPool(PatchedInterpreter):
+    """``max_pool2d`` reads NaN as -inf: a NaN in a window loses to its numbers (ONNX Runtime
+    1.32, MAX 26.7; a window of NaNs only gives -inf, as MAX)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"max_pool2d": _max_pool_nan_as_lowest}
+
+
+def _scatter_by_ufunc_at(pick: np.ufunc) -> Kernel:
+    def kernel(x: Any, updates: Any, indices: Any, **attrs: Any) -> Any:
+        targets, values = host_targets([x, updates, indices], attrs)
+        out = np.array(x, copy=True)
+        pick.at(out.reshape(-1), targets, values)
+        return out
+
+    return kernel
+
+
+class NaNIgnoringScatterMax(PatchedInterpreter):
+    """The max/min scatters combine with ``np.fmax.at``/``np.fmin.at``: a NaN in the data or
+    in the updates loses to a number (ONNX Runtime 1.32 for a NaN in the data, MAX 26.7)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {
+        "scatter_max": _scatter_by_ufunc_at(np.fmax),
+        "scatter_min": _scatter_by_ufunc_at(np.fmin),
+        "scatter_nd_max": _scatter_by_ufunc_at(np.fmax),
+        "scatter_nd_min": _scatter_by_ufunc_at(np.fmin)}
+
+
+def _top_k_nan_last(x: Any, *, k: int, axis: int) -> tuple[Any, Any]:
+    key = np.where(np.isnan(x), np.inf, -x.astype(np.float64))
+    idx = np.take(np.argsort(key, axis=axis, kind="stable"), np.arange(k), axis=axis)
+    return np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)
+
+
+class NaNLastTopK(PatchedInterpreter):
+    """``top_k`` sorts NaN below every number (taken last), not above +inf."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {"top_k": _top_k_nan_last}
+
+
+def _int64_then_saturated(kernel: Kernel) -> Kernel:
+    """``kernel`` on integers under 64 bits computed in int64 and clamped to the dtype."""
+
+    def run(x: Any, *rest: Any, **attrs: Any) -> Any:
+        if x.dtype.kind not in "iu" or x.dtype.itemsize == 8:
+            return kernel(x, *rest, **attrs)
+        info = np.iinfo(x.dtype)
+        wide = kernel(x.astype(np.int64), *rest, **attrs)
+        return np.clip(wide, info.min, info.max).astype(x.dtype)
+
+    return run
+
+
+class SaturatingIntReductions(PatchedInterpreter):
+    """Integer ``reduce_sum``/``reduce_prod``/``cumsum``/``gather_sum`` accumulate in int64 and
+    saturate instead of wrapping around (ONNX Runtime 1.32's int32 ReduceSum/ReduceProd)."""
+
+    overrides: ClassVar[dict[str, Kernel]] = {
+        name: _int64_then_saturated(REGISTRY[name].kernel)
+        for name in ("reduce_sum", "reduce_prod", "cumsum", "gather_sum")}
 
 
 def _negate_saturating(x: Any) -> Any:

@@ -26,6 +26,7 @@ from interpreter.dtype import DType
 from interpreter.executor import InterpreterExecutor
 from interpreter.graph import ops
 from interpreter.graph.core import Graph, TensorValue
+from interpreter.registry.core import as_results
 from interpreter.types import TensorType
 from tests.suite.broken_executors import (
     DoubleRoundingCast,
@@ -33,11 +34,18 @@ from tests.suite.broken_executors import (
     FlushToZero,
     FlushToZeroSignBug,
     FusedMultiplyAdd,
+    LhsOnTieMaxMin,
+    NaNIgnoringArgmax,
     NaNIgnoringMaximum,
+    NaNIgnoringScatterMax,
+    NaNLastTopK,
+    NaNSkippingMaxPool,
     OverflowingSigmoid,
     PatchedInterpreter,
+    RhsOnTieMaxMin,
     RoundHalfAwayFromZero,
     SaturatingInt8Negate,
+    SaturatingIntReductions,
     ScopedFlushToZeroSigmoidBug,
     TruncatingFloorDiv,
     WrongOutputDtype,
@@ -143,6 +151,94 @@ def test_nan_ignoring_maximum_is_nan_dropped() -> None:
     x = np.array([np.nan, 1.0, 2.0], F32)
     y = np.array([1.0, np.nan, -2.0], F32)
     assert _classes(g, [x, y], NaNIgnoringMaximum()) == ["nan-dropped"]
+
+
+def _graph_of(types: list[TensorType], body: Callable[..., Any]) -> Graph:
+    with Graph("diag", input_types=types) as g:
+        out = body(*[v for v in g.inputs if isinstance(v, TensorValue)])
+        g.output(*(out if isinstance(out, tuple) else (out,)))
+    return g
+
+
+@pytest.mark.spec("CONF-40", "NUM-8", "REDUCE-4")
+@pytest.mark.parametrize("build", [ops.argmax, ops.argmin], ids=["argmax", "argmin"])
+def test_nan_ignoring_argmax_is_nan_dropped(build: Callable[..., Any]) -> None:
+    """The index of the extreme number where the reference gives the first NaN's (ONNX
+    Runtime 1.32, MAX 26.7); a row of NaNs only gives 0 both ways."""
+    g = _graph_of([TensorType(DType.float32, (3, 4))], lambda x: build(x, axis=1))
+    x = np.array([[1.0, np.nan, 3.0, 2.0], [np.nan] * 4, [4.0, 0.5, np.nan, 1.0]], F32)
+    assert _classes(g, [x], NaNIgnoringArgmax()) == ["nan-dropped"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-8", "REDUCE-4")
+def test_nan_skipping_max_pool_is_nan_dropped() -> None:
+    """2x2 windows of ``[[1, NaN], [3, 2]]`` and ``[[5, 6], [7, 8]]``: 3 (reference NaN), 8."""
+    g = _graph_of([TensorType(DType.float32, (1, 2, 4, 1))],
+                  lambda x: ops.max_pool2d(x, (2, 2), stride=2))
+    x = np.array([[1.0, np.nan, 5.0, 6.0], [3.0, 2.0, 7.0, 8.0]], F32).reshape(1, 2, 4, 1)
+    assert _classes(g, [x], NaNSkippingMaxPool()) == ["nan-dropped"]
+
+
+SCATTERS = [(ops.scatter_max, (3,)), (ops.scatter_min, (3,)), (ops.scatter_nd_max, (3, 1)),
+            (ops.scatter_nd_min, (3, 1))]
+
+
+@pytest.mark.spec("CONF-40", "NUM-8")
+@pytest.mark.parametrize(("build", "index_shape"), SCATTERS,
+                         ids=["scatter_max", "scatter_min", "scatter_nd_max", "scatter_nd_min"])
+def test_nan_ignoring_scatter_max_min_is_nan_dropped(build: Callable[..., Any],
+                                                     index_shape: tuple[int, ...]) -> None:
+    """A NaN already in the data (element 0) and a NaN update (element 1) both lose to the
+    numbers aimed at them; element 2 gets no update."""
+    types = [TensorType(DType.float32, (4,)), TensorType(DType.float32, (3,)),
+             TensorType(DType.int64, index_shape)]
+    g = _graph_of(types, build)
+    x = np.array([np.nan, 1.0, 5.0, 2.0], F32)
+    updates = np.array([0.0, np.nan, 12.5], F32)
+    indices = np.array([0, 1, 1], np.int64).reshape(index_shape)
+    assert _classes(g, [x, updates, indices], NaNIgnoringScatterMax()) == ["nan-dropped"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-8", "REDUCE-4")
+def test_nan_last_top_k_is_nan_dropped() -> None:
+    g = _graph_of([TensorType(DType.float32, (2, 4))], lambda x: ops.top_k(x, 3, axis=1))
+    x = np.array([[1.0, np.nan, 3.0, np.nan], [4.0, 0.5, 2.0, 1.0]], F32)
+    assert _classes(g, [x], NaNLastTopK()) == ["nan-dropped"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-8")
+@pytest.mark.parametrize("executor", [RhsOnTieMaxMin, LhsOnTieMaxMin], ids=["rhs", "lhs"])
+@pytest.mark.parametrize("build", [ops.maximum, ops.minimum], ids=["max", "min"])
+def test_signed_zero_ties_of_max_min_are_not_nan_dropped(executor: type[PatchedInterpreter],
+                                                         build: Callable[..., Any]) -> None:
+    """A zero tie won by operand position (ONNX Runtime 1.32: ``Max(+0, -0) = -0``) with NaN
+    propagated is no NaN effect: the ``nan-dropped`` variant differs from the reference only
+    where an operand is NaN. The old one, ``np.fmax``/``np.fmin``, returns one operand of a
+    zero tie by position too (the second in numpy's SIMD loops, the first in its scalar
+    ones; 16 elements fill whole vectors): it named one of these two ``nan-dropped``."""
+    g = _graph([DType.float32] * 2, 16, build)
+    x = np.array([0.0, -0.0, *range(14)], F32)
+    y = np.array([-0.0, 0.0, *range(14, 0, -1)], F32)
+    assert _classes(g, [x, y], executor()) == []
+
+
+@pytest.mark.spec("CONF-40", "NUM-2")
+@pytest.mark.parametrize("build", [ops.sum, ops.prod, ops.cumsum], ids=["sum", "prod", "cumsum"])
+def test_saturating_int32_reductions_are_int_saturation(build: Callable[..., Any]) -> None:
+    """ONNX Runtime 1.32's int32 ReduceSum/ReduceProd: ``[0, 0, 5, 2**31 - 2]`` sums to
+    2**31 - 1, where it wraps to -2**31 + 3."""
+    g = _graph_of([TensorType(DType.int32, (2, 4))], lambda x: build(x, axis=1))
+    x = np.array([[0, 0, 5, 2**31 - 2], [-(2**20), 3, 2**20, 1]], np.int32)
+    assert _classes(g, [x], SaturatingIntReductions()) == ["int-saturation"]
+
+
+@pytest.mark.spec("CONF-40", "NUM-2")
+def test_saturating_int32_gather_sum_is_int_saturation() -> None:
+    types = [TensorType(DType.int32, (3, 2)), TensorType(DType.int64, (2, 2))]
+    g = _graph_of(types, ops.gather_sum)
+    x = np.array([[2**31 - 2, 1], [5, -7], [-(2**31), 3]], np.int32)
+    indices = np.array([[0, 1], [2, 2]], np.int64)
+    assert _classes(g, [x, indices], SaturatingIntReductions()) == ["int-saturation"]
 
 
 @pytest.mark.spec("CONF-40", "NUM-2")
@@ -371,6 +467,33 @@ def test_registry_variants_compute_what_a_rule_breaking_backend_does() -> None:
                                                 ).tolist() == [2.0]
     assert variant("reduce_sum", "nan-dropped")(np.array([[np.nan, 1], [2, 3]], F32), axis=1
                                                 ).tolist() == [[1.0], [5.0]]
+    rows = np.array([[1, np.nan, 3, 2], [np.nan, -np.inf, np.nan, 0], [np.nan] * 4], F32)
+    assert variant("argmax", "nan-dropped")(rows, axis=1).ravel().tolist() == [2, 3, 0]
+    assert variant("argmin", "nan-dropped")(rows, axis=1).ravel().tolist() == [0, 1, 0]
+    assert variant("reduce_min", "nan-dropped")(rows, axis=1).ravel().tolist()[:2] == [1, -np.inf]
+    assert np.isnan(variant("reduce_min", "nan-dropped")(rows, axis=1)[2, 0])
+    pool = variant("max_pool2d", "nan-dropped")(
+        rows.reshape(1, 3, 4, 1), kernel_size=(1, 2), stride=(1, 2), dilation=(1, 1),
+        paddings=((0, 0), (0, 0)), ceil_mode=False).ravel()
+    assert pool[:4].tolist() == [1, 3, -np.inf, 0] and np.isnan(pool[4:]).all()
+    data, upd = np.array([np.nan, 1, 5, np.nan], F32), np.array([0, np.nan, 12.5, np.nan], F32)
+    idx = np.array([0, 1, 1, 3])
+    got = variant("scatter_max", "nan-dropped")(data, upd, idx, axis=0)
+    assert got[:3].tolist() == [0, 12.5, 5] and np.isnan(got[3])
+    got = variant("scatter_nd_min", "nan-dropped")(data, upd, idx[:, None])
+    assert got[:3].tolist() == [0, 1, 5] and np.isnan(got[3])
+    values, where = variant("top_k", "nan-dropped")(np.array([np.nan, 1, -np.inf, 1], F32),
+                                                    k=4, axis=0)
+    assert values[:3].tolist() == [1, 1, -np.inf] and where.tolist() == [1, 3, 2, 0]
+    i32 = np.array([[0, 0, 5, 2**31 - 2], [-(2**31), -1, 2, -2]], np.int32)
+    assert variant("reduce_sum", "int-saturation")(i32, axis=1).ravel().tolist() == [
+        2**31 - 1, -(2**31)]  # wrapped: -2**31 + 3 and 2**31 - 1
+    assert variant("reduce_prod", "int-saturation")(i32[1:], axis=1).tolist() == [[-(2**31)]]
+    i8 = np.array([100, 100, -100, -100], np.int8)
+    assert variant("cumsum", "int-saturation")(i8, axis=0, exclusive=True, reverse=True
+                                               ).tolist() == [-100, -128, -100, 0]
+    assert variant("gather_sum", "int-saturation")(i8.reshape(2, 2), np.array([[0, 0]])
+                                                   ).tolist() == [[[127, 127]]]
     assert variant("round", "rounding-mode")(np.array([2.5, -0.5], F32)).tolist() == [3, -1]
     seven, two = np.array([-7, 7], np.int32), np.array([2, -2], np.int32)
     assert variant("floor_div", "rounding-mode")(seven, two).tolist() == [-3, -3]
@@ -386,6 +509,45 @@ def test_registry_variants_compute_what_a_rule_breaking_backend_does() -> None:
     assert variant("sub", "fma")(a, a, c, product_first=True).tolist() == [2.0**-24]
     assert variant("sub", "fma")(a, a, c, product_first=False).tolist() == [-(2.0**-24)]
     assert "product" in REGISTRY["mul"].traits and "conversion" in REGISTRY["cast"].traits
+
+
+@pytest.mark.spec("CONF-40", "NUM-8", "REDUCE-4")
+def test_nan_dropped_variants_are_the_kernels_without_nan() -> None:
+    """Each ``nan-dropped`` variant of max/min, their reductions, arg and pooling forms, the
+    max/min scatters and top_k gives the kernel's bits on sampled calls without NaN (NaNs
+    and a third of the elements made zeros of both signs: ties): it differs from the
+    reference only where NaN is."""
+    from conformance.compare import same_bits
+    from interpreter.registry import REGISTRY
+    from interpreter.testing.sampling import RandomArgSource
+
+    names = ["max", "min", "reduce_max", "reduce_min", "argmax", "argmin", "max_pool2d",
+             "scatter_max", "scatter_min", "scatter_nd_max", "scatter_nd_min", "top_k"]
+    for name in names:
+        op, src, checked = REGISTRY[name], RandomArgSource(seed=len(name)), 0
+        assert op.sample is not None
+        while checked < 200:
+            call = op.sample(src)
+            ops_ = [_nan_as_zeros(a, src.rng) if _floats(a) else a for a in call.operands]
+            floats = [a for a in ops_ if _floats(a)]
+            if not any(a.size for a in floats) or len({a.dtype for a in floats}) > 1:
+                continue  # no float data, or operands of the high level (before PROMO-1)
+            want = op.apply(*ops_, **call.attrs)
+            got = as_results(op.variants["nan-dropped"](*ops_, **call.attrs))
+            for w, g in zip(want, got, strict=True):
+                assert g.dtype == w.dtype and same_bits(w, np.asarray(g)).all(), (name, ops_)
+            checked += 1
+
+
+def _floats(a: np.ndarray) -> bool:
+    return a.dtype.kind in "fV"  # ml_dtypes' floats are "V"
+
+
+def _nan_as_zeros(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``a`` with its NaNs, and a third of its other elements, made zeros of random signs."""
+    zero = np.isnan(a) | (rng.random(a.shape) < 1 / 3)
+    signs = np.where(rng.random(a.shape) < 0.5, -0.0, 0.0)
+    return np.where(zero, signs, a).astype(a.dtype)
 
 
 # -- element-level deviations (CONF-140..144) ------------------------------------------------

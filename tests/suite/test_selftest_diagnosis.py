@@ -23,6 +23,9 @@ CAUGHT = [
     ("NaNIgnoringMaximum", "[max-float32-general", "nan-dropped",
      "NUM-8"),
     ("SaturatingInt8Negate", "negate-int8", "int-saturation", "NUM-2"),
+    ("NaNIgnoringArgmax", "[argmax-float32-general", "nan-dropped", "NUM-8"),
+    ("NaNIgnoringScatterMax", "[scatter_max-float32-general", "nan-dropped", "NUM-8"),
+    ("SaturatingIntReductions", "[reduce_sum-int32-general", "int-saturation", "NUM-2"),
 ]
 
 
