@@ -6,8 +6,9 @@ An executor runs a finalized, lowered graph: ``execute(graph, inputs) -> outputs
 from __future__ import annotations
 
 import os
+import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -41,28 +42,44 @@ class Executor(Protocol):
 
 
 class PlanCache(Generic[K, V]):
-    """An executor's per-structure cache (key: ``structural_key``), least recently used
-    entry evicted first. Not locked: the executor holds its own lock around each call."""
+    """An executor's per-structure cache (key: ``structural_key``): at most ``size``
+    entries, the least recently used evicted first; ``builds`` counts the misses built.
+    Thread-safe: a lock around each lookup and insertion, none around a build (two threads
+    missing the same key may both build it; the later insertion is kept)."""
 
-    def __init__(self) -> None:
+    def __init__(self, size: int = 256) -> None:
+        if size < 1:
+            raise ValueError(f"PlanCache: size must be at least 1, got {size}")
+        self.size = size
+        self.builds = 0
         self._entries: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key: K) -> V | None:
         """The entry of ``key`` (now the most recently used), or None."""
-        hit = self._entries.get(key)
-        if hit is not None:
-            self._entries.move_to_end(key)
-        return hit
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+            return hit
 
-    def put(self, key: K, value: V, size: int) -> None:
-        """Keep ``value`` under ``key``, then evict down to ``size`` entries."""
-        self._entries[key] = value
-        self._entries.move_to_end(key)
-        while len(self._entries) > size:
-            self._entries.popitem(last=False)
+    def get_or_build(self, key: K, build: Callable[[], V]) -> V:
+        """The entry of ``key``, else ``build()``'s, kept (an exception keeps nothing)."""
+        hit = self.get(key)
+        if hit is not None:
+            return hit
+        value = build()
+        with self._lock:
+            self.builds += 1
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return value
 
     def __len__(self) -> int:
-        return len(self._entries)
+        with self._lock:
+            return len(self._entries)
 
 
 def validate_inputs(who: str, graph: Graph, inputs: Sequence[Any]) -> None:

@@ -19,7 +19,6 @@ worker process).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -95,10 +94,8 @@ class OnnxRuntimeExecutor:
             raise ExecutorUnavailableError(
                 f"{self.name} needs onnx and onnxruntime=={ORT_VERSION} "
                 f"(pip install -e '.[peer-onnx]'): {why}")
-        self._lock = threading.Lock()
-        self._cache: PlanCache[Hashable, _Plan] = PlanCache()
+        self._cache: PlanCache[Hashable, _Plan] = PlanCache(cache_size)
         self.cache_size = cache_size
-        self.compiles = 0
 
     def __repr__(self) -> str:
         return f"{self.name}(opset={OPSET})"
@@ -139,16 +136,13 @@ class OnnxRuntimeExecutor:
         if why is not None:
             raise UnsupportedGraphError(f"{self.name}: graph {graph.name!r} refused: {why} "
                                         "[EXEC-2]")
-        key = structural_key(low)
-        with self._lock:
-            hit = self._cache.get(key)
-        if hit is not None:
-            return low, hit
-        plan = self._load(graph, low)
-        with self._lock:
-            self.compiles += 1
-            self._cache.put(key, plan, self.cache_size)
-        return low, plan
+        return low, self._cache.get_or_build(structural_key(low),
+                                             lambda: self._load(graph, low))
+
+    @property
+    def compiles(self) -> int:
+        """Sessions loaded (cache misses), for tests."""
+        return self._cache.builds
 
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
         low, plan = self._prepare(graph)

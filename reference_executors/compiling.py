@@ -55,8 +55,6 @@ float64, round once), so they are bit-identical to the reference, well inside ul
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -64,7 +62,7 @@ import numpy as np
 
 from interpreter.errors import UnsupportedGraphError
 from interpreter.evaluate import fresh_outputs
-from interpreter.executor import validate_inputs
+from interpreter.executor import PlanCache, validate_inputs
 from interpreter.fp import ignore_fp_errors, restore_fp_errors
 from interpreter.graph.core import Graph, Value
 from interpreter.graph.key import structural_key
@@ -388,9 +386,7 @@ class CompilingExecutor:
                              "int or None (the CPUs this process may use) [COMP-19]")
         self.cache_size, self.block, self.native = cache_size, block, native
         self.threads = threads or compiling_native.usable_cpus()
-        self._cache: OrderedDict[Hashable, CompiledPlan] = OrderedDict()
-        self._lock = threading.Lock()
-        self.compiles = 0  # plans built (cache misses), for tests
+        self._cache: PlanCache[Hashable, CompiledPlan] = PlanCache(cache_size)
 
     def __repr__(self) -> str:
         return (f"CompilingExecutor(cache_size={self.cache_size!r}, block={self.block!r}, "
@@ -417,26 +413,17 @@ class CompilingExecutor:
         if why is not None:
             raise UnsupportedGraphError(f"CompilingExecutor: graph {graph.name!r} refused: "
                                         f"{why} [COMP-8]")
-        graph = lowered(graph)  # a lowered copy: the graph given stays as it is (EXEC-15)
-        key = structural_key(graph)
-        with self._lock:
-            plan = self._cache.get(key)
-            if plan is not None:
-                self._cache.move_to_end(key)
-                return plan
-        plan = CompiledPlan(graph, plan_graph(graph), self.block, self.native,
-                            self.threads)
-        with self._lock:
-            self.compiles += 1
-            self._cache[key] = plan
-            self._cache.move_to_end(key)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return plan
+        low = lowered(graph)  # a lowered copy: the graph given stays as it is (EXEC-15)
+        return self._cache.get_or_build(structural_key(low), lambda: CompiledPlan(
+            low, plan_graph(low), self.block, self.native, self.threads))
+
+    @property
+    def compiles(self) -> int:
+        """Plans built (cache misses), for tests."""
+        return self._cache.builds
 
     def cached_plans(self) -> int:
-        with self._lock:
-            return len(self._cache)
+        return len(self._cache)
 
     def execute(self, graph: Graph, inputs: Sequence[Any]) -> list[np.ndarray]:
         return self.compile(graph).run(inputs)

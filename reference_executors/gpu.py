@@ -181,10 +181,9 @@ class CupyExecutor:
     def __init__(self, cache_size: int = CACHE_SIZE) -> None:
         self._cp, self._count = import_cupy()
         self.cache_size = cache_size
-        self._plans: PlanCache[Hashable, GpuPlan] = PlanCache()
+        self._plans: PlanCache[Hashable, GpuPlan] = PlanCache(cache_size)
         self._kernels: dict[str, Any] = {}
-        self._lock = threading.Lock()
-        self.compiles = 0  # plans built (cache misses), for tests
+        self._lock = threading.Lock()  # around the kernel cache
 
     def __repr__(self) -> str:
         return f"CupyExecutor(cache_size={self.cache_size!r})"
@@ -223,18 +222,18 @@ class CupyExecutor:
         if why is not None:
             raise UnsupportedGraphError(f"CupyExecutor: graph {graph.name!r} refused: {why} "
                                         "[GPU-3]")
-        key = structural_key(graph)
-        with self._lock:
-            plan = self._plans.get(key)
-        if plan is not None:
-            return plan
+        return self._plans.get_or_build(structural_key(graph), lambda: self._plan(graph))
+
+    def _plan(self, graph: Graph) -> GpuPlan:
         plan = plan_gpu(graph)
         for source in plan.sources():
             self._kernel(source)
-        with self._lock:
-            self.compiles += 1
-            self._plans.put(key, plan, self.cache_size)
         return plan
+
+    @property
+    def compiles(self) -> int:
+        """Plans built (cache misses), for tests."""
+        return self._plans.builds
 
     def _kernel(self, source: KernelSource) -> Any:
         """The ElementwiseKernel of ``source``, cached by its name (a hash of the source);

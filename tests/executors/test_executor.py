@@ -362,11 +362,19 @@ def test_evaluate_takes_a_per_node_kernel_override() -> None:
 
 def test_plan_cache_evicts_the_least_recently_used() -> None:
     from interpreter.executor import PlanCache
-    cache: PlanCache[str, int] = PlanCache()
-    cache.put("a", 1, 2)
-    cache.put("b", 2, 2)
+    cache: PlanCache[str, int] = PlanCache(2)
+    built: list[str] = []
+
+    def build(key: str, value: int) -> int:
+        return cache.get_or_build(key, lambda: built.append(key) or value)
+
+    assert (build("a", 1), build("b", 2)) == (1, 2)
     assert cache.get("a") == 1  # "a" is now the most recent: "b" goes first
-    cache.put("c", 3, 2)
+    assert build("c", 3) == 3
     assert (cache.get("b"), cache.get("a"), cache.get("c"), len(cache)) == (None, 1, 3, 2)
-    cache.put("d", 4, 1)  # a smaller size evicts down to it
-    assert (len(cache), cache.get("d")) == (1, 4)
+    assert build("a", 9) == 1 and built == ["a", "b", "c"] and cache.builds == 3
+    with pytest.raises(ZeroDivisionError):  # a failed build keeps nothing
+        cache.get_or_build("d", lambda: 1 // 0)
+    assert (cache.get("d"), len(cache), cache.builds) == (None, 2, 3)
+    with pytest.raises(ValueError, match="size must be at least 1"):
+        PlanCache(0)
