@@ -140,14 +140,15 @@ def _buffer_create(ops: Any, xs: list[Any], a: dict[str, Any], n: Node) -> Any:
 
 def _constant(ops: Any, xs: list[Any], a: dict[str, Any], n: Node) -> Any:
     from max.graph import DeviceRef as MDeviceRef
-    value = np.ascontiguousarray(a["value"])
+    # one private C-ordered copy (np.ascontiguousarray would make a rank-0 value (1,))
+    value = np.array(a["value"], order="C")
     dt = n.results[0].type.dtype
     if dt.name in FLOAT_16_8:  # ml_dtypes arrays have no DLPack: pass the bits, view back
         from max.driver import Buffer
-        bits = value.view(f"u{value.dtype.itemsize}").copy()
+        bits = value.view(f"u{value.dtype.itemsize}")
         return ops.constant(Buffer.from_dlpack(bits).view(_mdtype(dt)), _mdtype(dt),
                             MDeviceRef.CPU())
-    return ops.constant(value.copy(), _mdtype(dt), MDeviceRef.CPU())
+    return ops.constant(value, _mdtype(dt), MDeviceRef.CPU())
 
 
 def _range(ops: Any, xs: list[Any], a: dict[str, Any], n: Node) -> Any:

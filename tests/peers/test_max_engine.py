@@ -190,7 +190,12 @@ def test_dispatch_refusal_restores_the_stored_buffer(fake_max: dict[str, list[An
     assert (buf == 7.0).all()  # the store ran, then was undone (EXEC-3)
 
 
-def test_constant_passes_one_contiguous_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("value", [np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2],
+                                   np.array(2.5, np.float32)], ids=["strided", "rank-0"])
+def test_constant_passes_a_private_contiguous_copy_of_its_shape(
+        monkeypatch: pytest.MonkeyPatch, value: np.ndarray) -> None:
+    """A strided value crosses as a C-contiguous copy; a rank-0 one keeps shape ()
+    (``np.ascontiguousarray`` made it (1,))."""
     import sys
     import types
 
@@ -200,21 +205,12 @@ def test_constant_passes_one_contiguous_copy(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(max_engine, "_mdtype", lambda dt: dt.name)
     seen: list[tuple[Any, ...]] = []
     fake_ops = types.SimpleNamespace(constant=lambda *a: seen.append(a) or "c")
-    calls: list[int] = []
-    real = np.ascontiguousarray
-
-    def counted(a: Any) -> np.ndarray:
-        calls.append(1)
-        return real(a)
-
-    monkeypatch.setattr(max_engine.np, "ascontiguousarray", counted)
-    value = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]  # not contiguous
     with Graph("c", input_types=[]) as g:
         g.output(ops.constant(value, DType.float32))
     node = g.nodes[0]
     assert max_engine._constant(fake_ops, [], dict(node.attrs), node) == "c"
     arr, mdt, dev = seen[0]
-    assert len(calls) == 1 and mdt == "float32" and dev == "cpu"
+    assert mdt == "float32" and dev == "cpu" and arr.shape == value.shape
     assert arr.flags.c_contiguous and (arr == value).all()
     assert not np.shares_memory(arr, node.attrs["value"])
 
