@@ -39,6 +39,8 @@ from interpreter.dtype import DType
 from interpreter.graph.core import Graph, Node, Value
 from interpreter.types import BufferType
 
+from .table import table_refusal
+
 __all__ = ["ONNX_TYPES", "OPS", "OPSET", "UNMAPPED", "OnnxGraph", "OnnxOp", "refusal",
            "translate"]
 
@@ -748,41 +750,9 @@ UNMAPPED: dict[str, str] = {
 }
 
 
-def data_dtypes(node: Node) -> set[str]:
-    """The dtypes an op works on (OPDT-3): its first operand's (lowering has promoted the
-    others), ``select``'s values, the result of an op without operands; ``cast``: both."""
-    name = node.op.name
-    if name == "cast":
-        return {node.operands[0].type.dtype.name, node.results[0].type.dtype.name}
-    if name == "select":
-        return {node.operands[1].type.dtype.name}
-    if not node.operands:
-        return {node.results[0].type.dtype.name}
-    return {node.operands[0].type.dtype.name}
-
-
 def refusal(graph: Graph) -> str | None:
     """Why the ONNX Runtime peer refuses the lowered ``graph`` (EXEC-2), or None."""
-    if graph.outputs is None:
-        return "graph has no outputs"
-    for v in graph.inputs:
-        if not v.type.device.is_cpu() or v.type.device.id != 0:
-            return f"input on {v.type.device} (the ONNX Runtime peer serves cpu:0 only)"
-    for pos, node in enumerate(graph.nodes):
-        name = node.op.name
-        row = OPS.get(name)
-        if row is None:
-            return f"node {pos}: op {name!r} is not mapped ({UNMAPPED.get(name, 'unknown')})"
-        for r in node.results:
-            if not r.type.device.is_cpu() or r.type.device.id != 0:
-                return f"node {pos}: {name} produces a value on {r.type.device}"
-        bad = sorted(data_dtypes(node) - row.dtypes)
-        if bad:
-            return f"node {pos}: {name} on {', '.join(bad)} is not mapped ({row.onnx})"
-        why = row.check(node) if row.check is not None else None
-        if why is not None:
-            return f"node {pos}: {name}: {why}"
-    return None
+    return table_refusal(graph, "ONNX Runtime", OPS, UNMAPPED, note=lambda row: row.onnx)
 
 
 @dataclass(frozen=True)

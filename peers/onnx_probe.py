@@ -27,6 +27,7 @@ from interpreter.testing.sampling import RandomArgSource
 from interpreter.types import DeviceRef, TensorType
 
 from . import onnx_graph
+from .table import data_dtypes
 
 __all__ = ["probe"]
 
@@ -83,7 +84,7 @@ def probe(name: str, dtype: DType, tries: int = 4) -> str:
         except Exception:
             continue
         low = lowered(graph)
-        if (dtype.name not in set().union(*(onnx_graph.data_dtypes(n) for n in low.nodes
+        if (dtype.name not in set().union(*(data_dtypes(n) for n in low.nodes
                                            if n.op.name == name))
                 or onnx_graph.refusal(low) is not None):  # a node's check refuses it
             continue

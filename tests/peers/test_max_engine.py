@@ -15,9 +15,9 @@ from interpreter.dtype import DType
 from interpreter.errors import UnsupportedGraphError
 from interpreter.executor import InterpreterExecutor
 from interpreter.graph import BufferType, Graph, TensorType, lowered, ops
-from interpreter.registry import REGISTRY
 from peers import max_engine
-from peers.max_engine import OPS, UNMAPPED, max_available, refusal
+from peers.max_engine import max_available, refusal
+from tests.peers.graphs import store_then_exp
 
 pytestmark = pytest.mark.peer
 
@@ -26,34 +26,10 @@ needs_max = pytest.mark.skipif(MISSING is not None,
                                reason=f"max (the peer-max extra) is not installed: {MISSING}")
 
 
-def _store_then(dtype: DType = DType.float32) -> Graph:
-    """A buffer store, then an ``exp``."""
-    with Graph("g", input_types=[TensorType(dtype, (3,)), BufferType(dtype, (3,))]) as g:
-        x, buf = g.inputs
-        ops.buffer_store(buf, x)
-        g.output(ops.exp(x))
-    return g
-
-
-def test_op_table_names_are_registry_ops() -> None:
-    assert sorted(set(OPS) - set(REGISTRY)) == []
-    assert sorted(set(UNMAPPED) - set(REGISTRY)) == []
-    assert set(OPS).isdisjoint(UNMAPPED)
-
-
-def test_every_registry_op_is_mapped_or_refused_with_a_reason() -> None:
-    assert sorted(set(REGISTRY) - set(OPS) - set(UNMAPPED)) == []
-    assert all(UNMAPPED.values())
-
-
-def test_mapped_dtypes_are_registry_dtypes() -> None:
-    names = {d.name for d in DType}
-    for name, row in OPS.items():
-        assert row.dtypes <= names, name
 
 
 def test_refusal_names_the_reason_and_changes_nothing() -> None:
-    g = lowered(_store_then(DType.float16))
+    g = lowered(store_then_exp(DType.float16))
     text = g.to_text()
     why = refusal(g, interpreter=True)
     assert why is not None and "16- and 8-bit floats" in why
@@ -154,7 +130,7 @@ def test_interpreter_translates_a_structure_once(fake_max: dict[str, list[Any]])
         out, loaded = ex.execute(_pure(), [x, np.full(3, 2.0, np.float32)])
         np.testing.assert_allclose(out, np.exp(x) + 1.0, rtol=1e-6)
         assert (loaded == 2.0).all()
-    ex.execute(_store_then(), [x, np.zeros(3, np.float32)])
+    ex.execute(store_then_exp(), [x, np.zeros(3, np.float32)])
     assert len(fake_max["translate"]) == 2 and ex.compiles == 2  # two structures
     runs = _FakeInterpreter.runs
     assert len(runs) == 4 and runs[0] is runs[1] is runs[2]  # the cached MAX graph, reused
@@ -164,7 +140,7 @@ def test_interpreter_cache_is_a_bounded_lru(fake_max: dict[str, list[Any]]) -> N
     ex = max_engine.MaxInterpreterExecutor(cache_size=1)
     x, b = np.zeros(3, np.float32), np.zeros(3, np.float32)
     ex.execute(_pure(), [x, b])
-    ex.execute(_store_then(), [x, b.copy()])  # evicts the first structure
+    ex.execute(store_then_exp(), [x, b.copy()])  # evicts the first structure
     ex.execute(_pure(), [x, b])
     assert len(fake_max["translate"]) == 3 and len(ex._cache) == 1
 
@@ -173,11 +149,11 @@ def test_snapshot_only_for_graphs_that_store(fake_max: dict[str, list[Any]]) -> 
     ex = max_engine.MaxInterpreterExecutor()
     x = np.array([1.0, 2.0, 3.0], np.float32)
     assert not max_engine.mutates(lowered(_pure()))
-    assert max_engine.mutates(lowered(_store_then()))
+    assert max_engine.mutates(lowered(store_then_exp()))
     ex.execute(_pure(), [x, np.zeros(3, np.float32)])
     assert fake_max["snapshot"] == []
     buf = np.zeros(3, np.float32)
-    ex.execute(_store_then(), [x, buf])
+    ex.execute(store_then_exp(), [x, buf])
     assert len(fake_max["snapshot"]) == 1 and (buf == x).all()
 
 
@@ -186,7 +162,7 @@ def test_dispatch_refusal_restores_the_stored_buffer(fake_max: dict[str, list[An
     buf = np.full(3, 7.0, np.float32)
     with pytest.raises(UnsupportedGraphError, match="refused by MAX at dispatch"):
         max_engine.MaxInterpreterExecutor().execute(
-            _store_then(), [np.ones(3, np.float32), buf])
+            store_then_exp(), [np.ones(3, np.float32), buf])
     assert (buf == 7.0).all()  # the store ran, then was undone (EXEC-3)
 
 
@@ -249,7 +225,7 @@ def test_engine_matches_reference_and_mutates_buffer(cls: str) -> None:
 @needs_max
 def test_interpreter_refuses_float16_before_the_store() -> None:
     ex = max_engine.MaxInterpreterExecutor()
-    g = _store_then(DType.float16)
+    g = store_then_exp(DType.float16)
     x = np.ones(3, np.float16)
     buf = np.full(3, 7, np.float16)
     with pytest.raises(UnsupportedGraphError, match="16- and 8-bit"):

@@ -16,9 +16,9 @@ from interpreter.dtype import DType
 from interpreter.errors import UnsupportedGraphError
 from interpreter.executor import InterpreterExecutor
 from interpreter.graph import BufferType, Graph, TensorType, lowered, ops
-from interpreter.registry import REGISTRY
 from peers import onnx_graph, onnxruntime
 from peers.onnx_graph import ONNX_TYPES, OPS, UNMAPPED, refusal
+from tests.peers.graphs import store_then_exp
 
 pytestmark = pytest.mark.peer
 
@@ -28,27 +28,9 @@ needs_ort = pytest.mark.skipif(
     reason=f"onnx/onnxruntime (the peer-onnx extra) are not installed: {MISSING}")
 
 
-def _store_then(dtype: DType = DType.float32) -> Graph:
-    """A buffer store, then an ``exp``."""
-    with Graph("g", input_types=[TensorType(dtype, (3,)), BufferType(dtype, (3,))]) as g:
-        x, buf = g.inputs
-        ops.buffer_store(buf, x)
-        g.output(ops.exp(x))
-    return g
 
 
 # ---- engine-free: the op table --------------------------------------------------------
-
-def test_op_table_names_are_registry_ops() -> None:
-    assert sorted(set(OPS) - set(REGISTRY)) == []
-    assert sorted(set(UNMAPPED) - set(REGISTRY)) == []
-    assert set(OPS).isdisjoint(UNMAPPED)
-
-
-def test_every_registry_op_is_mapped_or_refused_with_a_reason() -> None:
-    assert sorted(set(REGISTRY) - set(OPS) - set(UNMAPPED)) == []
-    assert all(UNMAPPED.values())
-
 
 def test_mapped_dtypes_are_registry_dtypes_with_onnx_types() -> None:
     assert set(ONNX_TYPES) == {d.name for d in DType}
@@ -58,12 +40,12 @@ def test_mapped_dtypes_are_registry_dtypes_with_onnx_types() -> None:
 
 
 def test_refusal_names_the_reason_and_changes_nothing() -> None:
-    g = lowered(_store_then(DType.bfloat16))  # exp has no bfloat16 kernel in ORT
+    g = lowered(store_then_exp(DType.bfloat16))  # exp has no bfloat16 kernel in ORT
     text = g.to_text()
     why = refusal(g)
     assert why is not None and "exp on bfloat16" in why
     assert g.to_text() == text
-    assert refusal(lowered(_store_then())) is None
+    assert refusal(lowered(store_then_exp())) is None
 
 
 def test_unmapped_op_is_refused_with_its_reason() -> None:
@@ -174,7 +156,7 @@ def test_a_cached_structure_is_loaded_once_and_rerun() -> None:
     for k in range(3):
         x = np.array([1.0, -2.0, 0.5], np.float32) * (k + 1)
         buf = np.zeros(3, np.float32)
-        (out,) = ex.execute(_store_then(), [x, buf])
+        (out,) = ex.execute(store_then_exp(), [x, buf])
         np.testing.assert_allclose(out, np.exp(x), rtol=1e-6)
         assert (buf == x).all()
     assert ex.compiles == 1
@@ -207,11 +189,11 @@ def test_missing_kernel_is_a_refusal_before_the_store() -> None:
         import ml_dtypes
         bbuf = np.full(3, 7, ml_dtypes.bfloat16)
         with pytest.raises(UnsupportedGraphError, match="no CPU kernel"):
-            ex.execute(_store_then(DType.bfloat16), [np.ones(3, ml_dtypes.bfloat16), bbuf])
+            ex.execute(store_then_exp(DType.bfloat16), [np.ones(3, ml_dtypes.bfloat16), bbuf])
         assert (bbuf == 7).all()
     finally:
         object.__setattr__(OPS["exp"], "dtypes", saved)
-    ex.execute(_store_then(), [np.ones(3, np.float32), buf])
+    ex.execute(store_then_exp(), [np.ones(3, np.float32), buf])
     assert (buf == 1).all()
 
 
