@@ -7,13 +7,16 @@ peers/reports/max/buffer-create-not-zeroed/check_sequence.py``."""
 import numpy as np
 from interpreter.dtype import DType
 from interpreter.graph import Graph, TensorType, ops
+from interpreter.graph.core import TensorValue
 from interpreter.types import DeviceRef
 from peers.max_engine import MaxInterpreterExecutor
 ex = MaxInterpreterExecutor()
 n = 4097
 with Graph("dirty", input_types=[TensorType(DType.float32, (n, 1))]) as g1:
     b = ops.buffer_create(DType.float32, (n, 1), DeviceRef.CPU())
-    ops.buffer_store(b, g1.inputs[0])
+    (x_in,) = g1.inputs
+    assert isinstance(x_in, TensorValue)
+    ops.buffer_store(b, x_in)
     g1.output(ops.buffer_load(b))
 x = np.full((n, 1), 7.0, np.float32); x[0] = np.nan
 with Graph("create", input_types=[]) as g2:
