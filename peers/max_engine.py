@@ -42,6 +42,7 @@ from interpreter.graph.core import Graph, Node, Value
 from interpreter.graph.key import structural_key
 from interpreter.graph.lowering import lowered
 from interpreter.types import BufferType
+from peers.max_aot import AotStore, store_from_env
 
 __all__ = ["CACHE_DIR", "FLOAT_16_8", "OPS", "MaxCompilingExecutor",
            "MaxInterpreterExecutor", "MaxOp", "max_available", "refusal"]
@@ -77,6 +78,8 @@ class MaxOp:
     check: Callable[[Node], str | None] | None = None
     #: a reason MAX's interpreter (only) cannot run this node, or None
     interp_check: Callable[[Node], str | None] | None = None
+    #: a reason MAX's compiler (only) cannot compile this node, or None
+    compile_check: Callable[[Node], str | None] | None = None
 
 
 def _unary(name: str) -> Callable[..., Any]:
@@ -89,6 +92,18 @@ def _binary(name: str) -> Callable[..., Any]:
 
 def _axis(name: str) -> Callable[..., Any]:
     return lambda ops, xs, a, n: getattr(ops, name)(xs[0], axis=a["axis"])
+
+
+def _last_axis(name: str) -> Callable[..., Any]:
+    """``softmax``/``logsoftmax`` with the axis made non-negative: MAX 26.7's compiled
+    kernels fail to compile for a negative axis other than -1 (``axis=-2`` of a rank-2
+    input: "function instantiation failed", an out-of-bounds ``IntTuple`` index in
+    ``reductions.mojo``), while the same axis given as ``0`` compiles and is right
+    (``peers/reports/max/softmax-negative-axis``)."""
+    def build(ops: Any, xs: list[Any], a: dict[str, Any], n: Node) -> Any:
+        rank = len(n.operands[0].type.shape)
+        return getattr(ops, name)(xs[0], axis=a["axis"] % rank if rank else a["axis"])
+    return build
 
 
 def _none_if_neg(v: int) -> int | None:
@@ -233,13 +248,15 @@ OPS: dict[str, MaxOp] = {
                         NUMERIC | {"bool"}),
     "reduce_min": MaxOp(lambda ops, xs, a, n: ops.min(xs[0], axis=a["axis"]),
                         NUMERIC | {"bool"}),
-    "argmax": MaxOp(_axis("argmax"), NUMERIC | {"bool"}),
-    "argmin": MaxOp(_axis("argmin"), NUMERIC | {"bool"}),
+    # bool: MAX refuses it (interpreter: UnsupportedOpVariant at dispatch; compiler:
+    # "constraint failed: ArgMin requires a numeric dtype")
+    "argmax": MaxOp(_axis("argmax"), NUMERIC),
+    "argmin": MaxOp(_axis("argmin"), NUMERIC),
     "cumsum": MaxOp(lambda ops, xs, a, n: ops.cumsum(xs[0], axis=a["axis"],
                                                      exclusive=a["exclusive"],
                                                      reverse=a["reverse"]), NUMERIC),
-    "softmax": MaxOp(_axis("softmax"), F_ALL),
-    "logsoftmax": MaxOp(_axis("logsoftmax"), F_ALL),
+    "softmax": MaxOp(_last_axis("softmax"), F_ALL),
+    "logsoftmax": MaxOp(_last_axis("logsoftmax"), F_ALL),
     "top_k": MaxOp(lambda ops, xs, a, n: list(ops.top_k(xs[0], a["k"], axis=a["axis"])),
                    NUMERIC),
     "bottom_k": MaxOp(lambda ops, xs, a, n: list(ops.bottom_k(xs[0], a["k"],
@@ -255,7 +272,10 @@ OPS: dict[str, MaxOp] = {
         xs[0], xs[1], a["epsilon"], weight_offset=a["weight_offset"],
         multiply_before_cast=a["multiply_before_cast"]), F_ALL),
     "group_norm": MaxOp(lambda ops, xs, a, n: ops.group_norm(
-        xs[0], xs[1], xs[2], a["num_groups"], a["epsilon"]), F_ALL),
+        xs[0], xs[1], xs[2], a["num_groups"], a["epsilon"]), F_ALL, compile_check=lambda n: (
+            "MAX 26.7's compiled group_norm kernel requires input rank 3 or 4 (compile "
+            "error: 'constraint failed: group_norm requires input rank of 3 or 4')"
+            if len(n.operands[0].type.shape) not in (3, 4) else None)),
     "conv2d": MaxOp(_conv2d, F_ALL | {"int32", "int64"}, interp_check=lambda n: (
         "MAX's interpreter conv supports groups == 1 only (NotImplementedError at run time)"
         if n.attrs["groups"] != 1 else None)),
@@ -341,7 +361,12 @@ def refusal(graph: Graph, *, interpreter: bool) -> str | None:
             if low:
                 return (f"node {pos}: {name} on {', '.join(low)}: MAX's interpreter has no "
                         "CPU kernels for 16- and 8-bit floats")
-        checks = (row.check, row.interp_check if interpreter else None)
+        f8 = sorted(_dtypes_of(node) & F8)
+        if f8:  # MAX 26.7's compiler: "The f8e5m2 data type is not supported on device
+            # 'cpu:0'" (a compile error, raised before any kernel runs)
+            return (f"node {pos}: {name} on {', '.join(f8)}: MAX 26.7 supports no 8-bit "
+                    "float type on its CPU device")
+        checks = (row.check, row.interp_check if interpreter else row.compile_check)
         for check in checks:
             why = check(node) if check is not None else None
             if why is not None:
@@ -372,8 +397,10 @@ def _guard_int_division(ops: Any, node: Node, xs: list[Any]) -> list[Any]:
     return [lhs, ops.where(bad, one, rhs)]
 
 
-def translate(graph: Graph) -> Any:
-    """The ``max.graph.Graph`` of the lowered ``graph`` (refusal already checked)."""
+def translate(graph: Graph, name: str | None = None, module: Any = None) -> Any:
+    """The ``max.graph.Graph`` of the lowered ``graph`` (refusal already checked), named
+    ``name`` (default: the graph's), built into the ``max.graph.Module`` ``module`` if given
+    (several graphs compiled together, ``peers.max_aot``)."""
     from max.graph import BufferType as MBufferType
     from max.graph import DeviceRef as MDeviceRef
     from max.graph import Graph as MGraph
@@ -383,7 +410,8 @@ def translate(graph: Graph) -> Any:
     types = [(MBufferType if isinstance(v.type, BufferType) else MTensorType)(
         _mdtype(v.type.dtype), v.type.shape, MDeviceRef.CPU()) for v in graph.inputs]
     env: dict[Value, Any] = {}
-    with MGraph(graph.name or "g", input_types=types) as mg:
+    extra = {} if module is None else {"module": module}
+    with MGraph(name or graph.name or "g", input_types=types, **extra) as mg:
         for v, mv in zip(graph.inputs, mg.inputs, strict=True):
             env[v] = mv if isinstance(v.type, BufferType) else mv.tensor
         for pos, node in enumerate(graph.nodes):
@@ -573,20 +601,49 @@ class MaxInterpreterExecutor(_MaxExecutor):
         return InterpreterExecutor().execute(prepared, bufs)
 
 
+def _compile_error(e: BaseException) -> str:
+    """MAX's compile error in one line: the cause's ``error:`` line (the exception itself
+    only says "Failed to compile the model"), with the kernel's ``constraint failed`` note
+    when there is one, else its first line."""
+    for x in (e.__cause__, e):
+        lines = [ln.strip() for ln in (str(x) if x is not None else "").splitlines()]
+        errors = [ln for ln in lines if ln.startswith("error:")]
+        if errors:
+            notes = [ln.split("note: ", 1)[1] for ln in lines if "note: constraint" in ln]
+            return f"{type(x).__name__}: {'; '.join(errors[:1] + notes[:1])[:300]}"
+    first = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {first[:300]}"
+
+
 class MaxCompilingExecutor(_MaxExecutor):
-    """Compiles graphs with MAX 26.7's ``InferenceSession`` (one model per structure)."""
+    """Compiles graphs with MAX 26.7's ``InferenceSession`` (one model per structure).
+
+    ``aot``: a store of models compiled ahead of time (``peers.max_aot``; default: the one
+    env ``EAGER_MAX_AOT`` names, if any): a structure found there is loaded, not compiled.
+    """
 
     interpreter = False
     name = "MaxCompilingExecutor"
 
+    def __init__(self, cache_size: int = 256, aot: AotStore | None = None) -> None:
+        super().__init__(cache_size)
+        self.aot = aot if aot is not None else store_from_env()
+
+    def __repr__(self) -> str:
+        return f"{self.name}(aot={str(self.aot.root) if self.aot else None!r})"
+
     def _build(self, low: Graph) -> Any:
+        if self.aot is not None:
+            model = self.aot.model(low.structural_hash())
+            if model is not None:
+                return model
         from max.experimental.support import _session
         mg = translate(low)
         try:
             return _session().load(mg)
         except Exception as e:  # a compile error: nothing ran yet
             raise UnsupportedGraphError(f"MAX's compiler rejected the graph: "
-                                        f"{type(e).__name__}: {str(e)[:300]}") from e
+                                        f"{_compile_error(e)}") from e
 
     def _run(self, prepared: Any, low: Graph, bufs: list[Any]) -> Sequence[Any]:
         return prepared(*bufs)

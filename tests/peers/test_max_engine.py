@@ -191,6 +191,65 @@ def test_constant_passes_a_private_contiguous_copy_of_its_shape(
     assert not np.shares_memory(arr, node.attrs["value"])
 
 
+class _FakeStore:
+    """Stands for ``peers.max_aot.AotStore``: "models" that run the reference."""
+
+    def __init__(self, graphs: list[Graph]) -> None:
+        self.keys = {lowered(g).structural_hash() for g in graphs}
+        self.asked: list[str] = []
+
+    def model(self, key: str) -> Any:
+        self.asked.append(key)
+        if key not in self.keys:
+            return None
+        return lambda *bufs: ["aot", *bufs]
+
+
+def test_compiling_executor_loads_stored_structures(fake_max: dict[str, list[Any]],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    store = _FakeStore([_pure()])
+    ex = max_engine.MaxCompilingExecutor(aot=store)  # type: ignore[arg-type]
+    built: list[Any] = []
+    monkeypatch.setattr(max_engine.MaxCompilingExecutor, "_run",
+                        lambda self, prepared, low, bufs: built.append(prepared) or [])
+    monkeypatch.setattr(max_engine, "_from_max", lambda b, dt, shape: b)
+    x = np.zeros(3, np.float32)
+    with pytest.raises(ValueError):  # the fake run returns no outputs: zip(strict) raises
+        ex.execute(_pure(), [x, x.copy()])
+    assert fake_max["translate"] == []  # found in the store: nothing translated, compiled
+    assert store.asked == [lowered(_pure()).structural_hash()]
+    assert built[0](1)[0] == "aot"
+
+
+def test_recorder_records_each_structure_once_and_refuses_as_the_compiler(
+        fake_max: dict[str, list[Any]], tmp_path: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from peers import max_aot
+    monkeypatch.setenv(max_aot.RECORD_ENV, str(tmp_path))
+    rec = max_aot.MaxGraphRecorder()
+    x = np.array([0.0, 1.0, 2.0], np.float32)
+    for _ in range(2):
+        out, _loaded = rec.execute(_pure(), [x, np.zeros(3, np.float32)])
+        np.testing.assert_allclose(out, np.exp(x) + 1.0, rtol=1e-6)
+    rec.execute(_pure(2.0), [x, np.zeros(3, np.float32)])
+    with Graph("p", input_types=[TensorType(DType.float32, (3,))]) as g:
+        (v,) = g.inputs
+        ops.print(v, "v")
+        g.output(v)
+    with pytest.raises(UnsupportedGraphError, match="debug_print"):
+        rec.execute(g, [x])
+    records = max_aot.read_records([tmp_path])
+    assert len(records) == 2 and len(fake_max["translate"]) == 2
+    for key, text in records.items():
+        assert lowered(Graph.parse(text)).structural_hash() == key
+
+
+def test_store_from_env_is_none_without_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from peers import max_aot
+    monkeypatch.delenv(max_aot.STORE_ENV, raising=False)
+    assert max_aot.store_from_env() is None
+
+
 # ---- engine tests -------------------------------------------------------------------
 
 def _graph() -> Graph:
@@ -304,3 +363,14 @@ def test_interpreter_reruns_a_cached_structure() -> None:
         (out,) = ex.execute(graph(), [x, buf])
         assert (out == 2 * x).all() and (buf == 2 * x).all()
     assert ex.compiles == 1
+
+
+@needs_max
+def test_aot_store_gives_the_same_bytes_as_a_graph_compiled_alone(tmp_path: Any) -> None:
+    from peers import max_aot
+
+    graphs = [_graph(), _pure(), _store_then()]
+    records = {lowered(g).structural_hash(): lowered(g).to_text() for g in graphs}
+    manifest = max_aot.build(records, tmp_path, group=8, log=lambda s: None)
+    assert len(manifest["graphs"]) == 3 and manifest["left_out"] == {}
+    assert max_aot.check(records, tmp_path, sample=3, log=lambda s: None) == (3, 0)
