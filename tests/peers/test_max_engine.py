@@ -369,7 +369,7 @@ def test_interpreter_reruns_a_cached_structure() -> None:
 def test_aot_store_gives_the_same_bytes_as_a_graph_compiled_alone(tmp_path: Any) -> None:
     from peers import max_aot
 
-    graphs = [_graph(), _pure(), _store_then()]
+    graphs = [_graph(), _pure(), store_then_exp()]
     records = {lowered(g).structural_hash(): lowered(g).to_text() for g in graphs}
     manifest = max_aot.build(records, tmp_path, group=8, log=lambda s: None)
     assert len(manifest["graphs"]) == 3 and manifest["left_out"] == {}
