@@ -43,6 +43,7 @@ from interpreter.graph.key import structural_key
 from interpreter.graph.lowering import lowered
 from interpreter.types import BufferType
 from peers.max_aot import AotStore, store_from_env
+from peers.table import table_refusal
 
 __all__ = ["CACHE_DIR", "FLOAT_16_8", "OPS", "MaxCompilingExecutor",
            "MaxInterpreterExecutor", "MaxOp", "max_available", "refusal"]
@@ -324,54 +325,27 @@ def _dtypes_of(node: Node) -> set[str]:
     return {v.type.dtype.name for v in (*node.operands, *node.results)}
 
 
-def _data_dtypes(node: Node) -> set[str]:
-    """The dtypes an op works on (OPDT-3): its first operand's (lowering has promoted the
-    others), ``select``'s values, the result of an op without operands; none for ``cast``
-    (any pair is mapped)."""
-    if node.op.name == "cast":
-        return set()
-    if node.op.name == "select":
-        return {node.operands[1].type.dtype.name}
-    if not node.operands:
-        return {node.results[0].type.dtype.name}
-    return {node.operands[0].type.dtype.name}
+def _peer_checks(interpreter: bool) -> Callable[[Node, MaxOp], str | None]:
+    """What MAX refuses beyond its table's rows: 16- and 8-bit floats on its interpreter,
+    8-bit floats on its compiler, then the row's interpreter- or compiler-only check."""
+    def more(node: Node, row: MaxOp) -> str | None:
+        if interpreter:
+            low = sorted(_dtypes_of(node) & FLOAT_16_8)
+            if low:
+                return (f"MAX's interpreter has no CPU kernels for 16- and 8-bit floats "
+                        f"({', '.join(low)})")
+        f8 = sorted(_dtypes_of(node) & F8)
+        if f8:  # MAX 26.7's compiler: "The f8e5m2 data type is not supported on device
+            # 'cpu:0'" (a compile error, raised before any kernel runs)
+            return f"MAX 26.7 supports no 8-bit float type on its CPU device ({', '.join(f8)})"
+        check = row.interp_check if interpreter else row.compile_check
+        return check(node) if check is not None else None
+    return more
 
 
 def refusal(graph: Graph, *, interpreter: bool) -> str | None:
     """Why the MAX peer refuses the lowered ``graph`` (EXEC-2), or None. Changes nothing."""
-    if graph.outputs is None:
-        return "graph has no outputs"
-    for v in graph.inputs:
-        if not v.type.device.is_cpu() or v.type.device.id != 0:
-            return f"input on {v.type.device} (the MAX peer serves cpu:0 only)"
-    for pos, node in enumerate(graph.nodes):
-        name = node.op.name
-        row = OPS.get(name)
-        if row is None:
-            return f"node {pos}: op {name!r} is not mapped ({UNMAPPED.get(name, 'unknown')})"
-        for r in node.results:
-            if not r.type.device.is_cpu() or r.type.device.id != 0:
-                return f"node {pos}: {name} produces a value on {r.type.device}"
-        data = _data_dtypes(node)
-        bad = sorted(data - row.dtypes)
-        if bad:
-            return f"node {pos}: {name} on {', '.join(bad)} is not mapped"
-        if interpreter:
-            low = sorted(_dtypes_of(node) & FLOAT_16_8)
-            if low:
-                return (f"node {pos}: {name} on {', '.join(low)}: MAX's interpreter has no "
-                        "CPU kernels for 16- and 8-bit floats")
-        f8 = sorted(_dtypes_of(node) & F8)
-        if f8:  # MAX 26.7's compiler: "The f8e5m2 data type is not supported on device
-            # 'cpu:0'" (a compile error, raised before any kernel runs)
-            return (f"node {pos}: {name} on {', '.join(f8)}: MAX 26.7 supports no 8-bit "
-                    "float type on its CPU device")
-        checks = (row.check, row.interp_check if interpreter else row.compile_check)
-        for check in checks:
-            why = check(node) if check is not None else None
-            if why is not None:
-                return f"node {pos}: {name}: {why}"
-    return None
+    return table_refusal(graph, "MAX", OPS, UNMAPPED, more=_peer_checks(interpreter))
 
 
 def _guard_int_division(ops: Any, node: Node, xs: list[Any]) -> list[Any]:
