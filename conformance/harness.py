@@ -88,6 +88,27 @@ def _digest(inputs: Sequence[Any]) -> str:
     return h.hexdigest()
 
 
+_SOURCE_DIGESTS: dict[Any, bytes] = {}
+
+
+def property_key(inner: Callable[..., Any], test_id: bytes) -> bytes:
+    """The example-database key and derandomization seed of one cell's property (CONF-145):
+    hypothesis' digest of the inner function's source (taken once per code object: it reads
+    and tokenizes the source, ~2 ms, and hypothesis would take it two or three times per
+    cell) with the test id. The same on every host that runs the same suite."""
+    code = getattr(inner, "__code__", inner)
+    src = _SOURCE_DIGESTS.get(code)
+    if src is None:  # without the per-test part hypothesis would add to it
+        vars_ = getattr(inner, "__dict__", {})
+        saved = vars_.pop("_hypothesis_internal_add_digest", None)
+        try:
+            src = _SOURCE_DIGESTS[code] = function_digest(inner)
+        finally:
+            if saved is not None:
+                vars_["_hypothesis_internal_add_digest"] = saved
+    return hashlib.sha384(src + b"\0" + test_id).digest()
+
+
 class _CellRefused(Skipped):
     """Raised through hypothesis (a skip is re-raised at once) to stop a refused cell."""
 
@@ -436,9 +457,16 @@ class Harness:
         own = getattr(prop, "_hypothesis_internal_use_settings", None)
         if own is not None:  # the test's own number of graphs (CONF-115)
             self.shrink = self._shrink_budget(own.max_examples)
+        self.db_key: bytes | None = None
         if inner is not None:
             key = str(getattr(self.request.node, "nodeid", self.label)).encode()
+            self.db_key = property_key(inner, key)
             inner._hypothesis_internal_add_digest = key
+            prop._hypothesis_internal_database_key = self.db_key  # type: ignore[attr-defined]
+            if (own is not None and own.derandomize
+                    and getattr(prop, "_hypothesis_internal_use_seed", None) is None):
+                prop._hypothesis_internal_use_seed = int.from_bytes(  # type: ignore[attr-defined]
+                    self.db_key[:16], "big")
         try:
             with quiet():  # the suite's numpy warnings stay inside (CONF-24)
                 if batch and self._batched(prop, inner, own):
@@ -470,7 +498,7 @@ class Harness:
             self.batch_stop = "not a hypothesis property"
             return False
         if own.database is not None and any(True for _ in own.database.fetch(
-                function_digest(inner))):
+                self.db_key or function_digest(inner))):
             self.batch_stop = "the example database holds examples of this test"
             return False
         if not own.derandomize and getattr(prop, "_hypothesis_internal_use_seed",

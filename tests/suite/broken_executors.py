@@ -178,7 +178,8 @@ class OverflowingSigmoid(PatchedInterpreter):
 def _sigmoid_rejecting_negatives(x: Any) -> Any:
     if np.any(np.asarray(x) < 0):  # a fast path that only handles x >= 0
         raise ValueError("sigmoid: negative input reached the x >= 0 fast path")
-    return _sigmoid_by_ratio(x)
+    x64 = np.asarray(x, np.float64)
+    return (1 / (1 + np.exp(-x64))).astype(np.asarray(x).dtype)  # right for x >= 0
 
 
 class RaisingSigmoid(PatchedInterpreter):

@@ -6,10 +6,12 @@ port; ``.ci/run`` installs it and, once it is installed, sets
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -20,21 +22,21 @@ import pytest
 from hypothesis import settings
 
 from tests.suite.broken_executors import PatchedInterpreter
-from tests.suite.suite_runner import run_suite
+from tests.suite.suite_runner import ROOT, run_suite
 
-#: The one cell the tests run; the executor is wrong on its graphs of vectors only, which
-#: the derandomized search of the ``ci`` profile meets after a few matrix graphs.
+#: The one cell the tests run; the executor is wrong on its graphs of rank-3 operands only,
+#: which the derandomized search of the ``ci`` profile meets after a dozen vector graphs.
 CELL = "test_ops.py::test_op[add-float32-general]"
 LOG = "EAGER_TEST_CALL_LOG"
 
 
 class WrongOnBigAdd(PatchedInterpreter):
-    """``add`` of vectors is off by one (right on any other rank); every call is
+    """``add`` of rank-3 arrays is off by one (right on any other rank); every call is
     logged to the file ``$EAGER_TEST_CALL_LOG`` as ``1`` (a call it gets wrong) or ``0``."""
 
     def run(self, graph: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
         outs = super().run(graph, inputs)
-        wrong = bool(inputs) and all(np.ndim(x) == 1 for x in inputs) and any(
+        wrong = bool(inputs) and all(np.ndim(x) == 3 for x in inputs) and any(
             n.op.name == "add" for n in graph.nodes)
         with open(os.environ[LOG], "a") as f:
             f.write("1\n" if wrong else "0\n")
@@ -47,8 +49,8 @@ def _calls(log: Path) -> list[bool]:
 
 def _run(tmp: Path, db: str | None, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[bool]]:
     """One run of the cell in a fresh directory (an empty local hypothesis cache), batching
-    off (CONF-136): the executor's fault needs a graph whose inputs are all vectors, which a
-    merged graph of vector and matrix cases is not, and the test is of the search."""
+    off (CONF-136): the executor's fault needs a graph whose inputs are all of rank 3, which a
+    merged graph of cases of several ranks is not, and the test is of the search."""
     tmp.mkdir()
     log = tmp / "calls.log"
     monkeypatch.setenv(LOG, str(log))
@@ -145,3 +147,61 @@ def test_unreachable_database_is_a_usage_error(tmp_path: Path) -> None:
     run = run_suite(tmp_path, f"{__name__}:WrongOnBigAdd", [CELL], None,
                     f"--conformance-db=redis://127.0.0.1:{port}/0")
     assert run.code == pytest.ExitCode.USAGE_ERROR and not run.outcomes
+
+
+# -- property keys (CONF-145) ----------------------------------------------------------------
+def _prop_of(cell: str) -> Any:
+    """A fresh closure of one function body, as each parametrized cell makes its own."""
+    def prop() -> None:
+        return None
+    prop._hypothesis_internal_add_digest = cell.encode()  # type: ignore[attr-defined]
+    return prop
+
+
+@pytest.mark.spec("CONF-145")
+def test_property_key_is_per_test_and_independent_of_order_and_process() -> None:
+    from hypothesis.internal.reflection import function_digest
+
+    from conformance.harness import _SOURCE_DIGESTS, property_key
+
+    a, b = b"conformance/test_ops.py::test_op[add-float32-general]", b"x::y[z]"
+    _SOURCE_DIGESTS.clear()
+    first = property_key(_prop_of("an earlier cell"), a)  # per-test part left out
+    assert property_key(_prop_of("another"), a) == first
+    assert property_key(_prop_of("another"), b) != first
+    bare = _prop_of("")
+    del bare._hypothesis_internal_add_digest
+    assert first == hashlib.sha384(function_digest(bare) + b"\0" + a).digest()
+    # another process, another working directory: the same key
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from tests.suite.test_example_db import _prop_of; "
+            "from conformance.harness import property_key; "
+            f"print(property_key(_prop_of('z'), {a!r}).hex())")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT)], cwd="/", text=True,
+                         capture_output=True, check=True).stdout.strip()
+    assert out == first.hex()
+
+
+@pytest.mark.spec("CONF-145")
+def test_hypothesis_reads_no_source_per_cell(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import hypothesis.core
+    import hypothesis.internal.reflection as reflection
+
+    from conformance import harness
+
+    seen: list[str] = []
+    real = reflection.function_digest
+
+    def counting(f: Any) -> bytes:
+        seen.append(getattr(f, "__qualname__", "?"))
+        return real(f)
+
+    harness._SOURCE_DIGESTS.clear()
+    monkeypatch.setattr(hypothesis.core, "function_digest", counting)
+    monkeypatch.setattr(harness, "function_digest", counting)
+    cells = [f"test_ops.py::test_op[{op}-float32-general]" for op in ("add", "sub", "mul")]
+    run = run_suite(tmp_path, "interpreter.executor:InterpreterExecutor", cells, None)
+    assert run.code == 0, run.outcomes
+    assert len(run.outcomes) == 3
+    assert len(seen) == 1, seen  # one body: its source read once, not 2-3 times per cell
