@@ -43,7 +43,7 @@ from interpreter.graph.key import structural_key
 from interpreter.graph.lowering import lowered
 from interpreter.types import BufferType
 from peers.max_aot import AotStore, store_from_env
-from peers.table import table_refusal
+from peers.table import data_dtypes, table_refusal
 
 __all__ = ["CACHE_DIR", "FLOAT_16_8", "OPS", "MaxCompilingExecutor",
            "MaxInterpreterExecutor", "MaxOp", "max_available", "refusal"]
@@ -343,9 +343,26 @@ def _peer_checks(interpreter: bool) -> Callable[[Node, MaxOp], str | None]:
     return more
 
 
+#: ``op@dtype,...``: (op, data dtype) pairs this run refuses, for cells that hang MAX (a call
+#: that never returns stops a worker without ``--conformance-isolate``); run them apart
+#: under ``--conformance-isolate``, whose timeout ends the hung call (``peers/README.md``).
+REFUSE_ENV = "EAGER_MAX_REFUSE"
+
+
+def _refused_by_env(node: Node) -> str | None:
+    listed = {p.strip() for p in os.environ.get(REFUSE_ENV, "").split(",") if p.strip()}
+    hit = sorted(f"{node.op.name}@{d}" for d in data_dtypes(node)) if listed else []
+    hit = [h for h in hit if h in listed]
+    return f"{hit[0]} is listed in {REFUSE_ENV} (run apart)" if hit else None
+
+
 def refusal(graph: Graph, *, interpreter: bool) -> str | None:
     """Why the MAX peer refuses the lowered ``graph`` (EXEC-2), or None. Changes nothing."""
-    return table_refusal(graph, "MAX", OPS, UNMAPPED, more=_peer_checks(interpreter))
+    checks = _peer_checks(interpreter)
+
+    def more(node: Node, row: MaxOp) -> str | None:
+        return _refused_by_env(node) or checks(node, row)
+    return table_refusal(graph, "MAX", OPS, UNMAPPED, more=more)
 
 
 def _guard_int_division(ops: Any, node: Node, xs: list[Any]) -> list[Any]:

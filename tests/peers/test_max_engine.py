@@ -374,3 +374,12 @@ def test_aot_store_gives_the_same_bytes_as_a_graph_compiled_alone(tmp_path: Any)
     manifest = max_aot.build(records, tmp_path, group=8, log=lambda s: None)
     assert len(manifest["graphs"]) == 3 and manifest["left_out"] == {}
     assert max_aot.check(records, tmp_path, sample=3, log=lambda s: None) == (3, 0)
+
+
+def test_pairs_listed_in_the_environment_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    g = lowered(store_then_exp())
+    monkeypatch.setenv(max_engine.REFUSE_ENV, "add@float32, exp@float16")
+    assert refusal(g, interpreter=False) is None
+    monkeypatch.setenv(max_engine.REFUSE_ENV, "add@float32,exp@float32")
+    why = refusal(g, interpreter=False)
+    assert why is not None and "exp@float32 is listed in EAGER_MAX_REFUSE" in why
