@@ -164,10 +164,29 @@ class ArtifactDir:
         self.path = self.root / safe_name(test_id)
         self._written: set[Path] = set()   # dirs whose repro.py is written
         self._results: set[Path] = set()   # dirs holding results of an earlier example
+        self._staged: tuple[Graph, list[np.ndarray]] | None = None  # stage_case's
+
+    def stage_case(self, graph: Graph, inputs: Sequence[np.ndarray]) -> Path:
+        """``write_case`` deferred (CONF-11): the inputs are copied now, before the executor
+        runs, and the case is written only when the test needs it (``flush``, or any
+        result written); a passing example writes no file (about 3 ms a case). Returns the
+        directory the case will be written to."""
+        self._staged = (graph, [np.array(a, copy=True) for a in inputs])
+        return self.path
+
+    def flush(self) -> None:
+        """Write the staged case, if any."""
+        staged, self._staged = self._staged, None
+        if staged is not None:
+            self.write_case(*staged)
 
     def write_case(self, graph: Graph, inputs: Sequence[np.ndarray],
                    sub: str | None = None, note: str = "") -> Path:
         """graph.txt + inputs.npz + repro.py (before running the executor)."""
+        if sub:
+            self.flush()  # the main case first, as if it had been written before the call
+        else:
+            self._staged = None  # superseded by this case
         d = self.path / sub if sub else self.path
         d.mkdir(parents=True, exist_ok=True)  # also when a minimiser removed it since
         if d in self._results:
@@ -199,6 +218,7 @@ class ArtifactDir:
     def write_results(self, expected: Mapping[str, np.ndarray],
                       actual: Mapping[str, np.ndarray], message: str,
                       sub: str | None = None) -> None:
+        self.flush()
         d = self.path / sub if sub else self.path
         d.mkdir(parents=True, exist_ok=True)
         self._results.add(d)
@@ -216,7 +236,9 @@ class ArtifactDir:
         return written[0] / "repro.py" if written else None
 
     def discard(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        self._staged = None
+        if self.path.exists():
+            shutil.rmtree(self.path, ignore_errors=True)
         self._written.clear()
         self._results.clear()
 

@@ -92,10 +92,10 @@ _SOURCE_DIGESTS: dict[Any, bytes] = {}
 
 
 def property_key(inner: Callable[..., Any], test_id: bytes) -> bytes:
-    """The example-database key and derandomization seed of one cell's property (CONF-145):
-    hypothesis' digest of the inner function's source (taken once per code object: it reads
-    and tokenizes the source, ~2 ms, and hypothesis would take it two or three times per
-    cell) with the test id. The same on every host that runs the same suite."""
+    """The example-database key of one cell's property (CONF-145): hypothesis' digest of the
+    inner function's source (taken once per code object: it reads and tokenizes the source,
+    ~2 ms, which hypothesis would otherwise do for the key on every run of the property) with
+    the test id. The same on every host that runs the same suite."""
     code = getattr(inner, "__code__", inner)
     src = _SOURCE_DIGESTS.get(code)
     if src is None:  # without the per-test part hypothesis would add to it
@@ -275,7 +275,7 @@ class Harness:
         where = None
         final = in_final_example()
         try:
-            where = self.artifacts.write_case(case.graph, case.inputs)
+            where = self.artifacts.stage_case(case.graph, case.inputs)  # written if needed
             self.history.record(Step("value", case.graph, case.inputs), "")
             # the first diverging node is looked for in the example reported only (CONF-114)
             verdict = check_case(case, self.executor, self.reference, label=self.label,
@@ -296,6 +296,7 @@ class Harness:
                               repro=where / "repro.py" if where else None)
             self.shrink.start(self.tally)  # from here on: shrinking (CONF-114)
             try:  # CONF-19: while the executor still raises this exception type
+                self.artifacts.flush()
                 failure.note(minimize_raised_stored(
                     case, e, self.executor, self.reference, self.artifacts,
                     budget=budget_from(getattr(self.request, "config", None)),
@@ -315,7 +316,11 @@ class Harness:
             return verdict
         if self._deviation(case, verdict):
             return verdict
-        assert where is not None  # written before the executor ran
+        assert where is not None  # staged before the executor ran
+        try:
+            self.artifacts.flush()
+        except Exception as e:
+            self._suite_error(e, where)
         verdict, judged = self._unexplained(case, verdict)  # CONF-140
         excused = verdict.title.split(" where no declared deviation explains them ")[1:]
         failure = Failure(verdict.title, verdict.findings, artifacts=where,
@@ -463,10 +468,6 @@ class Harness:
             self.db_key = property_key(inner, key)
             inner._hypothesis_internal_add_digest = key
             prop._hypothesis_internal_database_key = self.db_key  # type: ignore[attr-defined]
-            if (own is not None and own.derandomize
-                    and getattr(prop, "_hypothesis_internal_use_seed", None) is None):
-                prop._hypothesis_internal_use_seed = int.from_bytes(  # type: ignore[attr-defined]
-                    self.db_key[:16], "big")
         try:
             with quiet():  # the suite's numpy warnings stay inside (CONF-24)
                 if batch and self._batched(prop, inner, own):
@@ -548,7 +549,7 @@ class Harness:
         for inputs in merged_input_sets(sets):
             one = Case(graph, inputs, op=cases[0].op, dtype=cases[0].dtype)
             try:
-                self.artifacts.write_case(graph, inputs)
+                self.artifacts.stage_case(graph, inputs)
                 self.history.record(Step("value", graph, inputs), "")
                 verdict = check_case(one, self.executor, self.reference, label=self.label,
                                      locate=False, search=False)

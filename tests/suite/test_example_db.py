@@ -24,19 +24,19 @@ from hypothesis import settings
 from tests.suite.broken_executors import PatchedInterpreter
 from tests.suite.suite_runner import ROOT, run_suite
 
-#: The one cell the tests run; the executor is wrong on its graphs of rank-3 operands only,
-#: which the derandomized search of the ``ci`` profile meets after a dozen vector graphs.
+#: The one cell the tests run; the executor is wrong on its graphs of vectors only, which
+#: the derandomized search of the ``ci`` profile meets after a few matrix graphs.
 CELL = "test_ops.py::test_op[add-float32-general]"
 LOG = "EAGER_TEST_CALL_LOG"
 
 
 class WrongOnBigAdd(PatchedInterpreter):
-    """``add`` of rank-3 arrays is off by one (right on any other rank); every call is
+    """``add`` of vectors is off by one (right on any other rank); every call is
     logged to the file ``$EAGER_TEST_CALL_LOG`` as ``1`` (a call it gets wrong) or ``0``."""
 
     def run(self, graph: Any, inputs: list[np.ndarray]) -> list[np.ndarray]:
         outs = super().run(graph, inputs)
-        wrong = bool(inputs) and all(np.ndim(x) == 3 for x in inputs) and any(
+        wrong = bool(inputs) and all(np.ndim(x) == 1 for x in inputs) and any(
             n.op.name == "add" for n in graph.nodes)
         with open(os.environ[LOG], "a") as f:
             f.write("1\n" if wrong else "0\n")
@@ -49,8 +49,8 @@ def _calls(log: Path) -> list[bool]:
 
 def _run(tmp: Path, db: str | None, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, list[bool]]:
     """One run of the cell in a fresh directory (an empty local hypothesis cache), batching
-    off (CONF-136): the executor's fault needs a graph whose inputs are all of rank 3, which a
-    merged graph of cases of several ranks is not, and the test is of the search."""
+    off (CONF-136): the executor's fault needs a graph whose inputs are all vectors, which a
+    merged graph of vector and matrix cases is not, and the test is of the search."""
     tmp.mkdir()
     log = tmp / "calls.log"
     monkeypatch.setenv(LOG, str(log))
@@ -191,17 +191,22 @@ def test_hypothesis_reads_no_source_per_cell(tmp_path: Path,
     from conformance import harness
 
     seen: list[str] = []
+    ours: list[str] = []
     real = reflection.function_digest
 
-    def counting(f: Any) -> bytes:
-        seen.append(getattr(f, "__qualname__", "?"))
-        return real(f)
+    def counting(into: list[str]) -> Any:
+        def digest(f: Any) -> bytes:
+            into.append(getattr(f, "__qualname__", "?"))
+            return real(f)
+        return digest
 
     harness._SOURCE_DIGESTS.clear()
-    monkeypatch.setattr(hypothesis.core, "function_digest", counting)
-    monkeypatch.setattr(harness, "function_digest", counting)
+    monkeypatch.setattr(hypothesis.core, "function_digest", counting(seen))
+    monkeypatch.setattr(harness, "function_digest", counting(ours))
     cells = [f"test_ops.py::test_op[{op}-float32-general]" for op in ("add", "sub", "mul")]
     run = run_suite(tmp_path, "interpreter.executor:InterpreterExecutor", cells, None)
     assert run.code == 0, run.outcomes
     assert len(run.outcomes) == 3
-    assert len(seen) == 1, seen  # one body: its source read once, not 2-3 times per cell
+    assert len(ours) == 1, ours  # one body: the key's source digest taken once
+    # hypothesis reads the source only for each run's derandomized seed, not for the key
+    assert len(seen) == 3, seen

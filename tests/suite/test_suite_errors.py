@@ -119,12 +119,13 @@ def test_fault_in_artifact_writing_is_a_suite_error(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     h = harness(tmp_path, ScalarBfloat16Off())
     monkeypatch.setattr(ArtifactDir, "write_case", _boom)
-    with pytest.raises(SuiteFailure) as info:
-        h.check(scalar_exp_case())
+    h.check(scalar_exp_case())  # a passing case writes no file (CONF-11: on a failure)
+    v = np.array(1.5, ml_dtypes.bfloat16)
+    with pytest.raises(SuiteFailure) as info:  # a failure's case cannot be written
+        h.check(Case(build(lambda x: x + x, v, name="s"), [v]))
     assert str(info.value).startswith(SUITE_ERROR)
     monkeypatch.undo()
     monkeypatch.setattr(ArtifactDir, "write_results", _boom)
-    v = np.array(1.5, ml_dtypes.bfloat16)
     with pytest.raises(SuiteFailure) as info:  # a real failure whose artifacts fail
         h.check(Case(build(lambda x: x + x, v, name="s"), [v]))
     text = str(info.value)
@@ -390,3 +391,21 @@ def test_dead_input_graph_judges_its_value_under_exps_tolerance(tmp_path: Path) 
     (message,) = off.failures().values()
     assert "dead-after-use graph: output 0 (exp [float64])" in message, message
     assert "[TOL-1]" in message and "EXEC-6" not in message, message
+
+
+@pytest.mark.spec("CONF-11")
+def test_a_staged_case_is_written_only_when_needed_with_the_inputs_before_the_call(
+        tmp_path: Path) -> None:
+    art = ArtifactDir(tmp_path / "art", "t::x", "m:C", str(tmp_path))
+    x = np.arange(3, dtype=np.float32)
+    g = build(lambda a: a + a, x, name="s")
+    art.stage_case(g, [x])
+    x[:] = -1  # an executor writing into its input after the case was staged
+    assert not art.path.exists()  # nothing written for an example that passes
+    art.flush()
+    graph, inputs = load_case(art.path)
+    assert graph.to_text() == g.to_text() and inputs[0].tolist() == [0.0, 1.0, 2.0]
+    art.stage_case(g, [x])
+    art.discard()  # a passing test: the staged case is dropped, the directory removed
+    art.flush()
+    assert not art.path.exists()

@@ -2,15 +2,20 @@
 interpreter hands out the freed memory unzeroed (the suite's reference: zeros, MUT-6). The suite's
 repro.py alone does not reproduce it (fresh pages are zero); this sequence does, in a fresh
 process. Run: ``MODULAR_DERIVED_PATH=.max-cache python
-peers/reports/max/buffer-create-not-zeroed/check_sequence.py``."""
+peers/reports/max/buffer-create-not-zeroed/check_sequence.py [--compiler]`` (``--compiler``:
+``MaxCompilingExecutor``; output of both: ``check_sequence.out``)."""
 
 import numpy as np
 from interpreter.dtype import DType
 from interpreter.graph import Graph, TensorType, ops
 from interpreter.graph.core import TensorValue
 from interpreter.types import DeviceRef
-from peers.max_engine import MaxInterpreterExecutor
-ex = MaxInterpreterExecutor()
+import sys
+
+from peers.max_engine import MaxCompilingExecutor, MaxInterpreterExecutor
+
+ex = MaxCompilingExecutor() if "--compiler" in sys.argv else MaxInterpreterExecutor()
+print(f"executor: {type(ex).__name__}")
 n = 4097
 with Graph("dirty", input_types=[TensorType(DType.float32, (n, 1))]) as g1:
     b = ops.buffer_create(DType.float32, (n, 1), DeviceRef.CPU())
