@@ -498,8 +498,8 @@ class Harness:
         if inner is None or own is None:
             self.batch_stop = "not a hypothesis property"
             return False
-        if own.database is not None and any(True for _ in own.database.fetch(
-                self.db_key or function_digest(inner))):
+        if own.database is not None and self.db_key is not None and any(
+                True for _ in own.database.fetch(self.db_key)):
             self.batch_stop = "the example database holds examples of this test"
             return False
         if not own.derandomize and getattr(prop, "_hypothesis_internal_use_seed",

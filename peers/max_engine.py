@@ -325,10 +325,22 @@ def _dtypes_of(node: Node) -> set[str]:
     return {v.type.dtype.name for v in (*node.operands, *node.results)}
 
 
+#: ``op@dtype,...``: (op, data dtype) pairs this run refuses, for cells that hang MAX (a call
+#: that never returns stops a worker without ``--conformance-isolate``); run them apart
+#: under ``--conformance-isolate``, whose timeout ends the hung call (``peers/README.md``).
+REFUSE_ENV = "EAGER_MAX_REFUSE"
+
+
 def _peer_checks(interpreter: bool) -> Callable[[Node, MaxOp], str | None]:
-    """What MAX refuses beyond its table's rows: 16- and 8-bit floats on its interpreter,
-    8-bit floats on its compiler, then the row's interpreter- or compiler-only check."""
+    """What MAX refuses beyond its table's rows: the (op, dtype) pairs listed in
+    ``EAGER_MAX_REFUSE`` (read once per graph), 16- and 8-bit floats on its interpreter, 8-bit
+    floats on its compiler, then the row's interpreter- or compiler-only check."""
+    listed = {p.strip() for p in os.environ.get(REFUSE_ENV, "").split(",") if p.strip()}
+
     def more(node: Node, row: MaxOp) -> str | None:
+        hit = sorted({f"{node.op.name}@{d}" for d in data_dtypes(node)} & listed)
+        if hit:
+            return f"{hit[0]} is listed in {REFUSE_ENV} (run apart)"
         if interpreter:
             low = sorted(_dtypes_of(node) & FLOAT_16_8)
             if low:
@@ -343,26 +355,9 @@ def _peer_checks(interpreter: bool) -> Callable[[Node, MaxOp], str | None]:
     return more
 
 
-#: ``op@dtype,...``: (op, data dtype) pairs this run refuses, for cells that hang MAX (a call
-#: that never returns stops a worker without ``--conformance-isolate``); run them apart
-#: under ``--conformance-isolate``, whose timeout ends the hung call (``peers/README.md``).
-REFUSE_ENV = "EAGER_MAX_REFUSE"
-
-
-def _refused_by_env(node: Node) -> str | None:
-    listed = {p.strip() for p in os.environ.get(REFUSE_ENV, "").split(",") if p.strip()}
-    hit = sorted(f"{node.op.name}@{d}" for d in data_dtypes(node)) if listed else []
-    hit = [h for h in hit if h in listed]
-    return f"{hit[0]} is listed in {REFUSE_ENV} (run apart)" if hit else None
-
-
 def refusal(graph: Graph, *, interpreter: bool) -> str | None:
     """Why the MAX peer refuses the lowered ``graph`` (EXEC-2), or None. Changes nothing."""
-    checks = _peer_checks(interpreter)
-
-    def more(node: Node, row: MaxOp) -> str | None:
-        return _refused_by_env(node) or checks(node, row)
-    return table_refusal(graph, "MAX", OPS, UNMAPPED, more=more)
+    return table_refusal(graph, "MAX", OPS, UNMAPPED, more=_peer_checks(interpreter))
 
 
 def _guard_int_division(ops: Any, node: Node, xs: list[Any]) -> list[Any]:
